@@ -1,0 +1,54 @@
+# Finds what fathom builds against. Every dependency is found here, once.
+#
+# fmt and nlohmann-json come from Debian here. On the GPU machine, which has no apt, the same
+# headers travel in a folder named by FATHOM_DEPS_DIR (see tests/gpu/run); fmt is then used
+# header-only.
+set(FATHOM_DEPS_DIR "" CACHE PATH "Folder with carried dependency sources (fmt, nlohmann, googletest)")
+if(FATHOM_DEPS_DIR)
+  list(PREPEND CMAKE_PREFIX_PATH ${FATHOM_DEPS_DIR})
+endif()
+
+find_package(Threads REQUIRED)
+
+find_package(fmt 9 QUIET CONFIG)
+if(NOT fmt_FOUND)
+  find_path(FATHOM_FMT_INCLUDE fmt/format.h HINTS ${FATHOM_DEPS_DIR}/fmt/include REQUIRED NO_DEFAULT_PATH)
+  add_library(fathom_fmt_header_only INTERFACE)
+  target_include_directories(fathom_fmt_header_only SYSTEM INTERFACE ${FATHOM_FMT_INCLUDE})
+  target_compile_definitions(fathom_fmt_header_only INTERFACE FMT_HEADER_ONLY=1)
+  add_library(fmt::fmt ALIAS fathom_fmt_header_only)
+  install(TARGETS fathom_fmt_header_only EXPORT fathomTargets)
+endif()
+
+find_package(nlohmann_json 3.10 QUIET CONFIG)
+if(NOT nlohmann_json_FOUND)
+  find_path(FATHOM_JSON_INCLUDE nlohmann/json.hpp HINTS ${FATHOM_DEPS_DIR}/nlohmann/include REQUIRED)
+  add_library(fathom_json_header_only INTERFACE)
+  target_include_directories(fathom_json_header_only SYSTEM INTERFACE ${FATHOM_JSON_INCLUDE})
+  add_library(nlohmann_json::nlohmann_json ALIAS fathom_json_header_only)
+  install(TARGETS fathom_json_header_only EXPORT fathomTargets)
+endif()
+
+# NVTX3 is header-only and ships with the CUDA toolkit; CUPTI comes with the toolkit as well.
+find_package(CUDAToolkit QUIET)
+find_path(FATHOM_NVTX3_INCLUDE nvtx3/nvToolsExt.h
+  HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include ${FATHOM_DEPS_DIR}/nvtx/include)
+if(NOT FATHOM_NVTX3_INCLUDE)
+  message(FATAL_ERROR "fathom needs the NVTX3 headers (nvtx3/nvToolsExt.h): install the CUDA toolkit "
+                      "or set FATHOM_DEPS_DIR to a folder with nvtx/include")
+endif()
+
+if(FATHOM_WITH_TORCH)
+  # Torch's CMake files look for the CUDA toolkit; point them at the one we found.
+  find_package(Torch REQUIRED)
+  message(STATUS "fathom: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
+endif()
+
+# CLI11 for the `fathom` command; the command is skipped where CLI11 is absent (the GPU machine).
+find_package(CLI11 QUIET CONFIG)
+if(NOT CLI11_FOUND AND FATHOM_DEPS_DIR AND EXISTS ${FATHOM_DEPS_DIR}/cli11/include/CLI/CLI.hpp)
+  add_library(fathom_cli11 INTERFACE)
+  target_include_directories(fathom_cli11 SYSTEM INTERFACE ${FATHOM_DEPS_DIR}/cli11/include)
+  add_library(CLI11::CLI11 ALIAS fathom_cli11)
+  set(CLI11_FOUND TRUE)
+endif()

@@ -1,0 +1,5 @@
+#pragma once
+// Everything a LibTorch training loop needs from fathom.
+#include <fathom/fathom_core.h>
+#include <fathom/sequential.h>
+#include <fathom/session.h>

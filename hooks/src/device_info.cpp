@@ -1,0 +1,47 @@
+#include "device_info.h"
+
+#include <torch/cuda.h>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <fathom/host_info.h>
+
+namespace fathom::detail {
+
+DeviceInfo probe_device() {
+  DeviceInfo info;
+  bool cuda = false;
+  try {
+    cuda = torch::cuda::is_available();
+  } catch (const std::exception&) {
+    cuda = false;
+  }
+  if (!cuda) {
+    info.label = "cpu";
+    info.name = cpu_model();
+    const std::string why = "no CUDA device (torch::cuda::is_available() is false)";
+    info.not_measured = {
+        {"device time per phase", why},
+        {"device memory per phase (caching allocator)", why},
+        {"GPU kernels, transfers and Tensor Core use (CUPTI)", why},
+    };
+    return info;
+  }
+  const c10::Device current = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
+  info.device = current;
+  info.label = current.str();
+  try {
+    info.name = at::cuda::getDeviceProperties(current.index())->name;
+    info.memory_bytes = static_cast<std::int64_t>(
+        c10::getDeviceAllocator(c10::DeviceType::CUDA)->getMemoryInfo(current.index()).second);
+  } catch (const std::exception& e) {
+    info.not_measured.push_back({"device name and memory size", e.what()});
+  }
+  info.not_measured.push_back({"GPU kernels, transfers and Tensor Core use (CUPTI)",
+                               "CUPTI collection is not part of this build yet"});
+  return info;
+}
+
+}  // namespace fathom::detail

@@ -1,0 +1,175 @@
+#include <fathom/session.h>
+
+#include <torch/cuda.h>
+#include <torch/nn/module.h>
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <exception>
+#include <iostream>
+
+#include <fathom/atomic_file.h>
+#include <fathom/clock.h>
+#include <fathom/error.h>
+#include <fathom/host_info.h>
+
+#include "device_info.h"
+#include "session_state.h"
+
+namespace fathom {
+
+using detail::SessionState;
+
+// --- PhaseScope -------------------------------------------------------------------------------
+
+PhaseScope::PhaseScope(SessionState* state, Phase phase) noexcept : state_(state), phase_(phase) {
+  if (!state_) return;
+  exceptions_at_begin_ = std::uncaught_exceptions();
+  device_slot_ = state_->begin_phase(phase_);
+  begin_ns_ = now_ns();
+}
+
+PhaseScope::~PhaseScope() {
+  if (!state_) return;
+  state_->end_phase(phase_, begin_ns_, device_slot_, std::uncaught_exceptions() > exceptions_at_begin_);
+}
+
+// --- StepScope --------------------------------------------------------------------------------
+
+StepScope::StepScope(SessionState* state, std::int64_t samples) noexcept : state_(state) {
+  if (!state_) return;
+  exceptions_at_begin_ = std::uncaught_exceptions();
+  samples_ = samples;
+  state_->begin_step();
+  begin_ns_ = now_ns();
+}
+
+StepScope::~StepScope() {
+  if (!state_) return;
+  state_->end_step(begin_ns_, samples_, std::uncaught_exceptions() > exceptions_at_begin_);
+}
+
+at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
+  if (!state_) return t.to(device, non_blocking);
+  auto phase = copy();
+  const std::int64_t begin = now_ns();
+  at::Tensor out = t.to(device, non_blocking);
+  const std::int64_t end = now_ns();
+  const c10::Device from = t.device();
+  if (from == device) return out;  // .to() returned t itself: nothing was copied
+  CopyRecord r;
+  r.direction = from.is_cpu() ? (device.is_cpu() ? CopyDirection::HostToHost : CopyDirection::HostToDevice)
+                              : (device.is_cpu() ? CopyDirection::DeviceToHost : CopyDirection::DeviceToDevice);
+  r.bytes = static_cast<std::int64_t>(t.nbytes());
+  // Pinned-ness is a property of the host side of the copy.
+  const at::Tensor& host = from.is_cpu() ? t : out;
+  r.pinned = host.device().is_cpu() && host.is_pinned();
+  r.non_blocking = non_blocking;
+  r.begin_ns = begin;
+  r.end_ns = end;
+  r.step = state_->step_index();
+  state_->add_copy(r);
+  return out;
+}
+
+// --- EpochScope -------------------------------------------------------------------------------
+
+EpochScope::EpochScope(SessionState* state) noexcept : state_(state) {
+  if (!state_) return;
+  exceptions_at_begin_ = std::uncaught_exceptions();
+  state_->begin_epoch();
+}
+
+EpochScope::~EpochScope() {
+  if (!state_) return;
+  state_->end_epoch(std::uncaught_exceptions() > exceptions_at_begin_);
+}
+
+// --- ModuleScope ------------------------------------------------------------------------------
+
+ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
+  SessionState* s = SessionState::active.load(std::memory_order_relaxed);
+  if (!s || !s->module_ranges()) return;
+  if (const nvtx::Name* name = s->module_name(&module)) {
+    nvtx::push(nvtx::Kind::Module, *name);
+  } else {
+    try {
+      nvtx::push(nvtx::Kind::Module, module.name().c_str());
+    } catch (...) {
+      return;
+    }
+  }
+  pushed_ = true;
+}
+
+ModuleScope::ModuleScope(std::string_view name) noexcept {
+  SessionState* s = SessionState::active.load(std::memory_order_relaxed);
+  if (!s || !s->module_ranges()) return;
+  try {
+    nvtx::push(nvtx::Kind::Module, std::string(name).c_str());
+    pushed_ = true;
+  } catch (...) {
+  }
+}
+
+ModuleScope::~ModuleScope() {
+  if (pushed_) nvtx::pop();
+}
+
+// --- Session ----------------------------------------------------------------------------------
+
+Session::Session(Options options) {
+  Options resolved = options.with_env();
+  if (resolved.mode() == Mode::Off) {
+    off_options_ = resolved;
+    return;
+  }
+  ensure_writable_folder(resolved.report_dir());
+  detail::DeviceInfo device = detail::probe_device();
+  state_ = std::make_unique<SessionState>(resolved, device.device);
+  Environment& env = state_->report().environment;
+  env.device = device.label;
+  env.device_name = device.name;
+  env.device_memory_bytes = device.memory_bytes;
+  env.not_measured = device.not_measured;
+  SessionState::active.store(state_.get(), std::memory_order_relaxed);
+}
+
+Session::~Session() = default;
+
+EpochScope Session::epoch() noexcept { return EpochScope(state_.get()); }
+
+bool Session::active() const noexcept { return state_ != nullptr; }
+
+const Options& Session::options() const noexcept {
+  return state_ ? state_->options() : off_options_;
+}
+
+const RunReport& Session::report() const noexcept {
+  static const RunReport empty;
+  return state_ ? state_->report() : empty;
+}
+
+std::string Session::report_path() const { return state_ ? state_->report_path() : std::string(); }
+
+namespace {
+
+// "torch::nn::Conv2dImpl" -> "Conv2d"
+std::string short_type(const std::string& name) {
+  std::string s = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
+  if (s.size() > 4 && s.compare(s.size() - 4, 4, "Impl") == 0) s.resize(s.size() - 4);
+  return s;
+}
+
+}  // namespace
+
+void Session::watch(const torch::nn::Module& model) {
+  if (!state_) return;
+  const std::string root = short_type(model.name());
+  state_->watch_module(&model, root);
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
+    state_->watch_module(item.value().get(), item.key() + " (" + short_type(item.value()->name()) + ")");
+  }
+}
+
+}  // namespace fathom

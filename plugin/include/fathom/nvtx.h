@@ -1,0 +1,37 @@
+#pragma once
+// fathom's NVTX ranges, all in the "fathom" domain, with one category and color per kind.
+// The NVTX headers stay inside the core: users of this header need no NVTX include path.
+// Every function is noexcept and costs a null-pointer check when no tool is attached.
+#include <cstdint>
+#include <string_view>
+
+namespace fathom::nvtx {
+
+inline constexpr const char* kDomainName = "fathom";
+
+enum class Kind : std::uint32_t { Epoch = 1, Step = 2, Phase = 3, Module = 4, Op = 5, Finding = 6 };
+std::string_view kind_name(Kind k) noexcept;
+// ARGB color of a kind's ranges.
+std::uint32_t kind_color(Kind k) noexcept;
+
+// A string registered once with the domain; passing it costs no string copy in the tool.
+// Register fixed names once (per call site), never per range.
+struct Name {
+  const void* handle = nullptr;
+};
+Name register_name(std::string_view text) noexcept;
+
+// Thread-local ranges: push and pop on the same thread.
+void push(Kind kind, Name name, std::uint32_t argb = 0) noexcept;
+void push(Kind kind, const char* message, std::uint32_t argb = 0) noexcept;
+void pop() noexcept;
+
+// Process ranges: may end on another thread than the one that started them (autograd).
+using RangeId = std::uint64_t;
+RangeId start(Kind kind, Name name, std::uint32_t argb = 0) noexcept;
+RangeId start(Kind kind, const char* message, std::uint32_t argb = 0) noexcept;
+void end(RangeId id) noexcept;
+
+void mark(Kind kind, const char* message) noexcept;
+
+}  // namespace fathom::nvtx

@@ -1,0 +1,109 @@
+#pragma once
+// The report model: what a run measured, what it did not measure and why, and the findings.
+// Report writers (terminal, JSON, HTML) read only this. Schema: docs/report-schema.md.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fathom/phase.h>
+#include <fathom/records.h>
+
+namespace fathom {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+// Something fathom could not measure in this run, and why. Reports print these plainly instead
+// of a number.
+struct Unmeasured {
+  std::string what;
+  std::string why;
+};
+
+struct Environment {
+  std::string fathom_version;
+  std::string torch_version;
+  std::string device;       // "cpu", "cuda:0"
+  std::string device_name;  // "NVIDIA H200", or the CPU model
+  std::optional<std::int64_t> device_memory_bytes;
+  std::string hostname;
+  std::int64_t pid = 0;
+  std::string started_at;  // ISO 8601, UTC
+  std::string mode;
+  std::string nvtx;
+  std::vector<Unmeasured> not_measured;
+};
+
+struct PhaseSummary {
+  Phase phase = Phase::Forward;
+  std::int64_t count = 0;
+  std::int64_t aborted = 0;
+  bool inferred = false;  // data phase measured as the gap between steps
+  double wall_ms_total = 0;
+  double wall_ms_max = 0;
+  std::optional<double> device_ms_total;
+  std::optional<DeviceMemoryPeak> device_memory;  // the highest peak over the epoch
+  std::optional<std::int64_t> rss_bytes_max;
+  double wall_ms_mean() const noexcept { return count ? wall_ms_total / count : 0.0; }
+};
+
+struct CopySummary {
+  CopyDirection direction = CopyDirection::HostToDevice;
+  bool pinned = false;
+  bool non_blocking = false;
+  std::int64_t count = 0;
+  std::int64_t bytes = 0;
+  double wall_ms_total = 0;
+};
+
+enum class Severity { Info, Warning, Critical };
+std::string_view severity_name(Severity s) noexcept;
+
+struct Evidence {
+  std::string name;   // "data share of step time"
+  std::string value;  // "23.4 %"
+};
+
+struct Finding {
+  std::string id;  // stable, e.g. "data.loader_bound"
+  Severity severity = Severity::Info;
+  std::string title;
+  std::vector<Evidence> evidence;
+  std::string why;
+  std::string estimated_gain;                 // "up to 23% of step time"
+  std::optional<double> gain_fraction;        // of step time, when it can be estimated
+  std::string fix;                            // a code snippet
+  bool applied = false;
+};
+
+struct EpochSummary {
+  std::int64_t index = 0;
+  std::int64_t steps = 0;
+  std::int64_t failed_steps = 0;
+  std::int64_t samples = 0;
+  double wall_ms = 0;        // epoch scope, begin to end
+  double step_ms_total = 0;  // sum of step scopes
+  double step_ms_max = 0;
+  std::array<PhaseSummary, kPhaseCount> phases{};
+  std::vector<CopySummary> copies;
+  std::optional<DeviceMemoryPeak> device_memory;  // over the whole epoch
+  std::optional<std::int64_t> peak_rss_bytes;      // process peak resident memory in the epoch
+  bool ended_by_exception = false;
+  std::vector<Finding> findings;
+
+  double step_ms_mean() const noexcept { return steps ? step_ms_total / steps : 0.0; }
+  double samples_per_second() const noexcept {
+    return wall_ms > 0 ? samples / (wall_ms / 1000.0) : 0.0;
+  }
+  const PhaseSummary& phase(Phase p) const noexcept { return phases[static_cast<std::size_t>(p)]; }
+};
+
+struct RunReport {
+  int schema_version = kReportSchemaVersion;
+  std::string run_name;
+  Environment environment;
+  std::vector<EpochSummary> epochs;
+};
+
+}  // namespace fathom

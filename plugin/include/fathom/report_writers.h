@@ -1,0 +1,20 @@
+#pragma once
+// Report writers. Each takes the report model and returns text; writing it out is separate
+// (atomic_file.h), so writers are tested on strings.
+#include <string>
+
+#include <fathom/report.h>
+
+namespace fathom {
+
+// The terminal summary of one epoch (the last one when epoch < 0).
+std::string format_terminal_report(const RunReport& report, int epoch = -1);
+
+// The whole run as JSON, schema docs/report-schema.md.
+std::string format_json_report(const RunReport& report);
+
+// Reads a JSON report back (for `fathom report` and `fathom diff`). Throws fathom::Error naming
+// what is wrong when the text is not a fathom report of a known schema version.
+RunReport parse_json_report(const std::string& text, const std::string& source_name);
+
+}  // namespace fathom

@@ -1,0 +1,232 @@
+// JSON form of the report model. The schema is documented in docs/report-schema.md; a change to
+// a field's meaning bumps kReportSchemaVersion.
+#include <fathom/error.h>
+#include <fathom/report_writers.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace fathom {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json optional_json(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+template <typename T>
+std::optional<T> optional_from(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+json memory_json(const std::optional<DeviceMemoryPeak>& m) {
+  if (!m) return nullptr;
+  return {{"peak_allocated_bytes", m->peak_allocated_bytes},
+          {"peak_reserved_bytes", m->peak_reserved_bytes},
+          {"alloc_retries", m->alloc_retries},
+          {"ooms", m->ooms}};
+}
+
+std::optional<DeviceMemoryPeak> memory_from(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  DeviceMemoryPeak m;
+  m.peak_allocated_bytes = it->at("peak_allocated_bytes").get<std::int64_t>();
+  m.peak_reserved_bytes = it->at("peak_reserved_bytes").get<std::int64_t>();
+  m.alloc_retries = it->at("alloc_retries").get<std::int64_t>();
+  m.ooms = it->at("ooms").get<std::int64_t>();
+  return m;
+}
+
+json environment_json(const Environment& e) {
+  json not_measured = json::array();
+  for (const auto& u : e.not_measured) not_measured.push_back({{"what", u.what}, {"why", u.why}});
+  return {{"fathom_version", e.fathom_version},
+          {"torch_version", e.torch_version},
+          {"device", e.device},
+          {"device_name", e.device_name},
+          {"device_memory_bytes", optional_json(e.device_memory_bytes)},
+          {"hostname", e.hostname},
+          {"pid", e.pid},
+          {"started_at", e.started_at},
+          {"mode", e.mode},
+          {"nvtx", e.nvtx},
+          {"not_measured", not_measured}};
+}
+
+json finding_json(const Finding& f) {
+  json evidence = json::array();
+  for (const auto& ev : f.evidence) evidence.push_back({{"name", ev.name}, {"value", ev.value}});
+  return {{"id", f.id},
+          {"severity", std::string(severity_name(f.severity))},
+          {"title", f.title},
+          {"evidence", evidence},
+          {"why", f.why},
+          {"estimated_gain", f.estimated_gain},
+          {"gain_fraction", optional_json(f.gain_fraction)},
+          {"fix", f.fix},
+          {"applied", f.applied}};
+}
+
+json epoch_json(const EpochSummary& e) {
+  json phases = json::object();
+  for (const PhaseSummary& p : e.phases) {
+    phases[std::string(phase_name(p.phase))] = {
+        {"count", p.count},
+        {"aborted", p.aborted},
+        {"inferred", p.inferred},
+        {"wall_ms_total", p.wall_ms_total},
+        {"wall_ms_mean", p.wall_ms_mean()},
+        {"wall_ms_max", p.wall_ms_max},
+        {"device_ms_total", optional_json(p.device_ms_total)},
+        {"device_memory", memory_json(p.device_memory)},
+        {"rss_bytes_max", optional_json(p.rss_bytes_max)}};
+  }
+  json copies = json::array();
+  for (const CopySummary& c : e.copies) {
+    copies.push_back({{"direction", std::string(copy_direction_name(c.direction))},
+                      {"pinned", c.pinned},
+                      {"non_blocking", c.non_blocking},
+                      {"count", c.count},
+                      {"bytes", c.bytes},
+                      {"wall_ms_total", c.wall_ms_total}});
+  }
+  json findings = json::array();
+  for (const Finding& f : e.findings) findings.push_back(finding_json(f));
+  return {{"index", e.index},
+          {"steps", e.steps},
+          {"failed_steps", e.failed_steps},
+          {"samples", e.samples},
+          {"wall_ms", e.wall_ms},
+          {"step_ms_total", e.step_ms_total},
+          {"step_ms_mean", e.step_ms_mean()},
+          {"step_ms_max", e.step_ms_max},
+          {"samples_per_second", e.samples_per_second()},
+          {"ended_by_exception", e.ended_by_exception},
+          {"phases", phases},
+          {"copies", copies},
+          {"device_memory", memory_json(e.device_memory)},
+          {"peak_rss_bytes", optional_json(e.peak_rss_bytes)},
+          {"findings", findings}};
+}
+
+Severity severity_from(const std::string& s) {
+  for (Severity v : {Severity::Info, Severity::Warning, Severity::Critical}) {
+    if (severity_name(v) == s) return v;
+  }
+  throw Error(fmt::format("unknown severity '{}'", s));
+}
+
+CopyDirection direction_from(const std::string& s) {
+  for (CopyDirection d : {CopyDirection::HostToDevice, CopyDirection::DeviceToHost,
+                          CopyDirection::DeviceToDevice, CopyDirection::HostToHost}) {
+    if (copy_direction_name(d) == s) return d;
+  }
+  throw Error(fmt::format("unknown copy direction '{}'", s));
+}
+
+EpochSummary epoch_from(const json& j) {
+  EpochSummary e;
+  e.index = j.at("index").get<std::int64_t>();
+  e.steps = j.at("steps").get<std::int64_t>();
+  e.failed_steps = j.at("failed_steps").get<std::int64_t>();
+  e.samples = j.at("samples").get<std::int64_t>();
+  e.wall_ms = j.at("wall_ms").get<double>();
+  e.step_ms_total = j.at("step_ms_total").get<double>();
+  e.step_ms_max = j.at("step_ms_max").get<double>();
+  e.ended_by_exception = j.at("ended_by_exception").get<bool>();
+  for (Phase p : kAllPhases) {
+    const json& pj = j.at("phases").at(std::string(phase_name(p)));
+    PhaseSummary& s = e.phases[static_cast<std::size_t>(p)];
+    s.phase = p;
+    s.count = pj.at("count").get<std::int64_t>();
+    s.aborted = pj.at("aborted").get<std::int64_t>();
+    s.inferred = pj.at("inferred").get<bool>();
+    s.wall_ms_total = pj.at("wall_ms_total").get<double>();
+    s.wall_ms_max = pj.at("wall_ms_max").get<double>();
+    s.device_ms_total = optional_from<double>(pj, "device_ms_total");
+    s.device_memory = memory_from(pj, "device_memory");
+    s.rss_bytes_max = optional_from<std::int64_t>(pj, "rss_bytes_max");
+  }
+  for (const json& c : j.at("copies")) {
+    e.copies.push_back(CopySummary{direction_from(c.at("direction").get<std::string>()),
+                                   c.at("pinned").get<bool>(), c.at("non_blocking").get<bool>(),
+                                   c.at("count").get<std::int64_t>(),
+                                   c.at("bytes").get<std::int64_t>(),
+                                   c.at("wall_ms_total").get<double>()});
+  }
+  e.device_memory = memory_from(j, "device_memory");
+  e.peak_rss_bytes = optional_from<std::int64_t>(j, "peak_rss_bytes");
+  for (const json& fj : j.at("findings")) {
+    Finding f;
+    f.id = fj.at("id").get<std::string>();
+    f.severity = severity_from(fj.at("severity").get<std::string>());
+    f.title = fj.at("title").get<std::string>();
+    for (const json& ev : fj.at("evidence"))
+      f.evidence.push_back({ev.at("name").get<std::string>(), ev.at("value").get<std::string>()});
+    f.why = fj.at("why").get<std::string>();
+    f.estimated_gain = fj.at("estimated_gain").get<std::string>();
+    f.gain_fraction = optional_from<double>(fj, "gain_fraction");
+    f.fix = fj.at("fix").get<std::string>();
+    f.applied = fj.at("applied").get<bool>();
+    e.findings.push_back(std::move(f));
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string format_json_report(const RunReport& report) {
+  json epochs = json::array();
+  for (const EpochSummary& e : report.epochs) epochs.push_back(epoch_json(e));
+  json j = {{"schema", "fathom.report"},
+            {"schema_version", report.schema_version},
+            {"run_name", report.run_name},
+            {"environment", environment_json(report.environment)},
+            {"epochs", epochs}};
+  return j.dump(2) + "\n";
+}
+
+RunReport parse_json_report(const std::string& text, const std::string& source_name) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    throw Error(fmt::format("{} is not valid JSON (truncated or corrupted?)", source_name));
+  }
+  if (!j.is_object() || j.value("schema", "") != "fathom.report") {
+    throw Error(fmt::format("{} is not a fathom report (no \"schema\": \"fathom.report\")", source_name));
+  }
+  const int version = j.value("schema_version", -1);
+  if (version != kReportSchemaVersion) {
+    throw Error(fmt::format("{} has report schema version {}; this fathom reads version {}",
+                            source_name, version, kReportSchemaVersion));
+  }
+  try {
+    RunReport r;
+    r.schema_version = version;
+    r.run_name = j.at("run_name").get<std::string>();
+    const json& ej = j.at("environment");
+    Environment& env = r.environment;
+    env.fathom_version = ej.at("fathom_version").get<std::string>();
+    env.torch_version = ej.at("torch_version").get<std::string>();
+    env.device = ej.at("device").get<std::string>();
+    env.device_name = ej.at("device_name").get<std::string>();
+    env.device_memory_bytes = optional_from<std::int64_t>(ej, "device_memory_bytes");
+    env.hostname = ej.at("hostname").get<std::string>();
+    env.pid = ej.at("pid").get<std::int64_t>();
+    env.started_at = ej.at("started_at").get<std::string>();
+    env.mode = ej.at("mode").get<std::string>();
+    env.nvtx = ej.at("nvtx").get<std::string>();
+    for (const json& u : ej.at("not_measured"))
+      env.not_measured.push_back({u.at("what").get<std::string>(), u.at("why").get<std::string>()});
+    for (const json& e : j.at("epochs")) r.epochs.push_back(epoch_from(e));
+    return r;
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{} is not a valid fathom report: {}", source_name, e.what()));
+  }
+}
+
+}  // namespace fathom

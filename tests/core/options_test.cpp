@@ -1,0 +1,86 @@
+#include <fathom/error.h>
+#include <fathom/options.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace fathom {
+namespace {
+
+// Sets an environment variable for one test and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) ::unsetenv(name_);
+    else ::setenv(name_, old_.c_str(), 1);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+TEST(Options, BuilderChainsAndKeepsValues) {
+  Options o = Options().mode(Mode::Auto).report_dir("r").nvtx(NvtxLevel::Ops).record_shapes(true).cupti(false);
+  EXPECT_EQ(o.mode(), Mode::Auto);
+  EXPECT_EQ(o.report_dir(), "r");
+  EXPECT_EQ(o.nvtx(), NvtxLevel::Ops);
+  EXPECT_TRUE(o.record_shapes());
+  EXPECT_FALSE(o.cupti());
+}
+
+TEST(Options, EnvironmentOverridesCode) {
+  ScopedEnv mode("FATHOM_MODE", "observe");
+  ScopedEnv dir("FATHOM_REPORT_DIR", "/tmp/elsewhere");
+  ScopedEnv nvtx("FATHOM_NVTX", "phases");
+  Options o = Options().mode(Mode::Auto).report_dir("r").with_env();
+  EXPECT_EQ(o.mode(), Mode::Observe);
+  EXPECT_EQ(o.report_dir(), "/tmp/elsewhere");
+  EXPECT_EQ(o.nvtx(), NvtxLevel::Phases);
+}
+
+TEST(Options, BadValueNamesVariableAndAcceptedValues) {
+  ScopedEnv mode("FATHOM_MODE", "fast");
+  try {
+    (void)Options().with_env();
+    FAIL() << "expected fathom::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("FATHOM_MODE='fast'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("off|observe|suggest|auto"), std::string::npos) << msg;
+  }
+}
+
+TEST(Options, BadSwitchValue) {
+  ScopedEnv cupti("FATHOM_CUPTI", "maybe");
+  EXPECT_THROW((void)Options().with_env(), Error);
+}
+
+TEST(Options, UnknownVariableIsAnError) {
+  ScopedEnv typo("FATHOM_MDOE", "off");
+  try {
+    (void)Options().with_env();
+    FAIL() << "expected fathom::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FATHOM_MDOE"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("FATHOM_MODE"), std::string::npos);
+  }
+}
+
+TEST(Options, EmptyReportDirIsAnError) {
+  ScopedEnv dir("FATHOM_REPORT_DIR", "");
+  EXPECT_THROW((void)Options().with_env(), Error);
+}
+
+TEST(Options, NamesRoundTrip) {
+  EXPECT_EQ(mode_name(Mode::Suggest), "suggest");
+  EXPECT_EQ(nvtx_level_name(NvtxLevel::Modules), "modules");
+}
+
+}  // namespace
+}  // namespace fathom
