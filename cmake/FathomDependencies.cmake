@@ -44,6 +44,36 @@ if(FATHOM_WITH_TORCH)
   message(STATUS "fathom: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
 endif()
 
+# CUPTI: only its headers are needed to build (the activity record layouts); libcupti itself is
+# loaded at run time, so fathom runs where it is absent. The headers come with the toolkit, and
+# with the torch wheel's nvidia/cu<major> package where there is no toolkit.
+set(_fathom_cupti_hints ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include /usr/local/cuda/extras/CUPTI/include
+                        ${FATHOM_DEPS_DIR}/cupti/include)
+set(_fathom_cupti_lib_hints ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64)
+set(_fathom_site_packages "")
+if(Torch_DIR)
+  get_filename_component(_sp "${Torch_DIR}/../../../.." ABSOLUTE)  # <site-packages>/torch/share/cmake/Torch
+  list(APPEND _fathom_site_packages ${_sp})
+endif()
+file(GLOB _fathom_venv_site_packages ${PROJECT_SOURCE_DIR}/.venv/lib/python3*/site-packages)
+list(APPEND _fathom_site_packages ${_fathom_venv_site_packages})
+list(REMOVE_DUPLICATES _fathom_site_packages)
+foreach(_sp IN LISTS _fathom_site_packages)
+  file(GLOB _fathom_wheel_cuda LIST_DIRECTORIES true ${_sp}/nvidia/cu[0-9]* ${_sp}/nvidia/cuda_cupti)
+  foreach(_w IN LISTS _fathom_wheel_cuda)
+    list(APPEND _fathom_cupti_hints ${_w}/include)
+    list(APPEND _fathom_cupti_lib_hints ${_w}/lib)
+  endforeach()
+endforeach()
+find_path(FATHOM_CUPTI_INCLUDE cupti_activity.h HINTS ${_fathom_cupti_hints})
+if(NOT FATHOM_CUPTI_INCLUDE)
+  message(FATAL_ERROR "fathom needs the CUPTI headers (cupti_activity.h): install the CUDA toolkit, the torch "
+                      "wheel (nvidia/cu13/include), or set FATHOM_DEPS_DIR to a folder with cupti/include")
+endif()
+# Where the run-time search for libcupti looks after the loader's own path (cupti_api.cpp).
+list(REMOVE_DUPLICATES _fathom_cupti_lib_hints)
+set(FATHOM_CUPTI_LIBRARY_DIRS "${_fathom_cupti_lib_hints}")
+
 # CLI11 for the `fathom` command; the command is skipped where CLI11 is absent (the GPU machine).
 find_package(CLI11 QUIET CONFIG)
 if(NOT CLI11_FOUND AND FATHOM_DEPS_DIR AND EXISTS ${FATHOM_DEPS_DIR}/cli11/include/CLI/CLI.hpp)

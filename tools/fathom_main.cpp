@@ -1,63 +1,41 @@
-// The `fathom` command. Subcommands print to stdout and exit 0, or print one line naming the
-// problem to stderr and exit non-zero (2 for bad input).
-#include <CLI/CLI.hpp>
+// The `fathom` command. Subcommands print to stdout; a problem with the input is one line on
+// stderr naming it, and exit status 2.
 #include <fmt/format.h>
 
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include <fathom/error.h>
-#include <fathom/report_writers.h>
 #include <fathom/version.h>
 
-namespace {
+#include "commands.h"
 
-std::string read_file(const std::string& path) {
+namespace fathom::cli {
+
+std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw fathom::Error(fmt::format("cannot open {}", path));
+  if (!in) throw Error(fmt::format("cannot open {}", path));
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
 }
 
-int report_command(const std::string& path, int epoch, bool json) {
-  fathom::RunReport r = fathom::parse_json_report(read_file(path), path);
-  if (json) {
-    std::cout << fathom::format_json_report(r);
-    return 0;
-  }
-  if (r.epochs.empty()) {
-    std::cout << "fathom: " << path << " holds no ended epoch\n";
-    return 0;
-  }
-  if (epoch >= 0) {
-    std::cout << fathom::format_terminal_report(r, epoch);
-    return 0;
-  }
-  for (std::size_t i = 0; i < r.epochs.size(); ++i)
-    std::cout << fathom::format_terminal_report(r, static_cast<int>(i)) << "\n";
-  return 0;
-}
-
-}  // namespace
+}  // namespace fathom::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"fathom: training-side instrumentation for LibTorch"};
   app.set_version_flag("--version", std::string(fathom::kVersion));
   app.require_subcommand(1);
-
-  std::string report_path;
-  int epoch = -1;
-  bool as_json = false;
-  auto* report = app.add_subcommand("report", "Print a JSON report written by a fathom session");
-  report->add_option("file", report_path, "the report (.json)")->required();
-  report->add_option("--epoch", epoch, "only this epoch (default: every epoch)");
-  report->add_flag("--json", as_json, "print the report as JSON again (validates it)");
+  std::vector<std::pair<CLI::App*, fathom::cli::Run>> commands;
+  auto add = [&](fathom::cli::Run run) { commands.emplace_back(app.get_subcommands({}).back(), std::move(run)); };
+  add(fathom::cli::add_report_command(app));
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*report) return report_command(report_path, epoch, as_json);
+    for (auto& [cmd, run] : commands)
+      if (cmd->parsed()) return run();
   } catch (const fathom::Error& e) {
     std::cerr << e.what() << "\n";
     return 2;

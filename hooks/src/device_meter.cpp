@@ -13,7 +13,7 @@ c10::Stream current_stream(const c10::Device& d) {
   return c10::impl::getDeviceGuardImpl(d.type())->getStream(d);
 }
 
-constexpr c10::StatType kAggregate = c10::StatType::AGGREGATE;
+constexpr auto kAggregate = c10::CachingAllocator::StatType::AGGREGATE;
 
 }  // namespace
 

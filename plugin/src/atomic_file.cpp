@@ -1,11 +1,11 @@
 #include <fathom/atomic_file.h>
 #include <fathom/error.h>
+#include <fathom/file_system.h>
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -57,12 +57,10 @@ void write_file_atomically(const std::string& path, const std::string& content) 
 
 void ensure_writable_folder(const std::string& folder) {
   if (folder.empty()) throw Error("the report folder is empty; give Options::report_dir a path");
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec) {
+  if (std::string why = fs::make_directories(folder); !why.empty()) {
     throw Error(fmt::format("cannot create report folder '{}': {}; choose a writable folder with "
                             "Options::report_dir or FATHOM_REPORT_DIR",
-                            folder, ec.message()));
+                            folder, why));
   }
   std::string probe = fmt::format("{}/.fathom-probe.{}", folder, ::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

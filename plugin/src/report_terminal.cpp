@@ -109,7 +109,7 @@ std::string format_terminal_report(const RunReport& report, int epoch) {
     fmt::format_to(std::back_inserter(out), "  process peak resident memory: {}\n",
                    bytes_text(*e.peak_rss_bytes));
   for (const Unmeasured& u : env.not_measured)
-    fmt::format_to(std::back_inserter(out), "  not measured: {} ({})\n", u.what, u.why);
+    fmt::format_to(std::back_inserter(out), "  not measured: {}: {}\n", u.what, u.why);
   findings(out, e);
   return out;
 }

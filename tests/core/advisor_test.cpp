@@ -1,91 +1,105 @@
+// The host-side rules (advisor_host_rules.cpp) and the ordering of findings (advisor.cpp).
 #include <fathom/advisor.h>
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include "advisor_fixtures.h"
 
 namespace fathom {
 namespace {
 
-EpochSummary epoch_with(double step_ms_total, double data_ms_total, std::int64_t steps = 10) {
-  EpochSummary e;
-  for (Phase p : kAllPhases) e.phases[static_cast<std::size_t>(p)].phase = p;
-  e.steps = steps;
-  e.step_ms_total = step_ms_total;
-  auto& data = e.phases[static_cast<std::size_t>(Phase::Data)];
-  data.count = steps;
-  data.inferred = true;
-  data.wall_ms_total = data_ms_total;
-  // Everything inside the step is in forward, so the unaccounted rule stays quiet.
-  auto& fwd = e.phases[static_cast<std::size_t>(Phase::Forward)];
-  fwd.count = steps;
-  fwd.wall_ms_total = step_ms_total;
-  return e;
-}
-
-const Finding* find(const std::vector<Finding>& fs, const std::string& id) {
-  auto it = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) { return f.id == id; });
-  return it == fs.end() ? nullptr : &*it;
-}
+using test::epoch_with;
+using test::find;
 
 TEST(Advisor, DataWaitAboveFivePercentFires) {
   auto fs = advise(epoch_with(900, 100), Environment{});  // 10 % of step + data
-  const Finding* f = find(fs, "data.loader_bound");
+  const Finding* f = find(fs, finding_id::kDataLoaderBound);
   ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Warning);
   EXPECT_NEAR(*f->gain_fraction, 0.10, 1e-9);
   EXPECT_EQ(f->evidence.at(0).value, "10.0 %");
-  EXPECT_FALSE(f->fix.empty());
+  EXPECT_NE(f->fix.find("workers("), std::string::npos);
+  EXPECT_NE(f->fix.find("max_jobs("), std::string::npos);  // prefetch
   EXPECT_FALSE(f->applied);
 }
 
 TEST(Advisor, DataWaitBelowFivePercentDoesNot) {
   auto fs = advise(epoch_with(1000, 40), Environment{});  // 3.8 %
-  EXPECT_EQ(find(fs, "data.loader_bound"), nullptr);
+  EXPECT_EQ(find(fs, finding_id::kDataLoaderBound), nullptr);
+}
+
+TEST(Advisor, DataWaitAboveQuarterIsCritical) {
+  auto fs = advise(epoch_with(600, 400), Environment{});
+  EXPECT_EQ(find(fs, finding_id::kDataLoaderBound)->severity, Severity::Critical);
 }
 
 TEST(Advisor, PageableCopyFiresPinnedDoesNot) {
   EpochSummary e = epoch_with(1000, 0);
   e.copies.push_back(CopySummary{CopyDirection::HostToDevice, true, true, 5, 5 << 20, 1.0});
-  EXPECT_EQ(find(advise(e, Environment{}), "copy.pageable"), nullptr);
+  EXPECT_EQ(find(advise(e, Environment{}), finding_id::kCopyPageable), nullptr);
   e.copies.push_back(CopySummary{CopyDirection::HostToDevice, false, true, 5, 5 << 20, 1.0});
-  EXPECT_NE(find(advise(e, Environment{}), "copy.pageable"), nullptr);
+  const Finding* f = find(advise(e, Environment{}), finding_id::kCopyPageable);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence.at(0).value, "5");
+  EXPECT_EQ(f->evidence.at(1).value, "5.0 MiB");
+  EXPECT_NE(f->fix.find("pin_memory()"), std::string::npos);
+  EXPECT_NE(f->fix.find("non_blocking=*/true"), std::string::npos);
+}
+
+TEST(Advisor, DeviceToHostPageableCopiesDoNotFire) {
+  EpochSummary e = epoch_with(1000, 0);
+  e.copies.push_back(CopySummary{CopyDirection::DeviceToHost, false, false, 5, 5 << 20, 1.0});
+  EXPECT_EQ(find(advise(e, Environment{}), finding_id::kCopyPageable), nullptr);
 }
 
 TEST(Advisor, LargeSynchronousCopiesFireSmallOnesDoNot) {
   EpochSummary e = epoch_with(1000, 0);
   e.copies.push_back(CopySummary{CopyDirection::HostToDevice, true, false, 10, 10 * 1024, 1.0});
-  EXPECT_EQ(find(advise(e, Environment{}), "copy.synchronous"), nullptr);  // 1 KiB each
+  EXPECT_EQ(find(advise(e, Environment{}), finding_id::kCopySynchronous), nullptr);  // 1 KiB each
   e.copies[0].bytes = 10 * (1 << 20);
-  const Finding* f = find(advise(e, Environment{}), "copy.synchronous");
+  const Finding* f = find(advise(e, Environment{}), finding_id::kCopySynchronous);
   ASSERT_NE(f, nullptr);
   EXPECT_NEAR(*f->gain_fraction, 0.001, 1e-9);
 }
 
-TEST(Advisor, MemoryNearCapacity) {
-  EpochSummary e = epoch_with(1000, 0);
-  Environment env;
-  env.device_memory_bytes = 1000;
-  e.device_memory = DeviceMemoryPeak{800, 850, 0, 0};
-  EXPECT_EQ(find(advise(e, env), "memory.near_capacity"), nullptr);
-  e.device_memory->peak_reserved_bytes = 950;
-  EXPECT_NE(find(advise(e, env), "memory.near_capacity"), nullptr);
-  // Without a known device size there is no share to judge: no finding, no invented number.
-  EXPECT_EQ(find(advise(e, Environment{}), "memory.near_capacity"), nullptr);
-}
-
-TEST(Advisor, UnaccountedStepTime) {
+TEST(Advisor, UnaccountedStepTimeFires) {
   EpochSummary e = epoch_with(1000, 0);
   e.phases[static_cast<std::size_t>(Phase::Forward)].wall_ms_total = 500;
-  EXPECT_NE(find(advise(e, Environment{}), "scopes.unaccounted"), nullptr);
+  const Finding* f = find(advise(e, Environment{}), finding_id::kScopesUnaccounted);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence.at(0).value, "50.0 %");
 }
 
-TEST(Advisor, MostSevereFirst) {
+TEST(Advisor, FullyScopedStepTimeDoesNot) {
+  EXPECT_EQ(find(advise(epoch_with(1000, 0), Environment{}), finding_id::kScopesUnaccounted), nullptr);
+}
+
+TEST(Advisor, QuietEpochHasNoFindings) {
+  EXPECT_TRUE(advise(epoch_with(1000, 10), Environment{}).empty());
+}
+
+TEST(Advisor, MostSevereFirstThenLargestGain) {
   EpochSummary e = epoch_with(500, 500);  // 50 %: critical
   e.phases[static_cast<std::size_t>(Phase::Forward)].wall_ms_total = 100;  // unaccounted: info
+  e.copies.push_back(CopySummary{CopyDirection::HostToDevice, true, false, 10, 100 << 20, 50.0});
   auto fs = advise(e, Environment{});
-  ASSERT_GE(fs.size(), 2u);
+  ASSERT_EQ(fs.size(), 3u);
   EXPECT_EQ(fs.front().severity, Severity::Critical);
-  EXPECT_EQ(fs.back().severity, Severity::Info);
+  // Two infos: the synchronous copies (10 % of step time) before the unaccounted time (no gain).
+  EXPECT_EQ(fs[1].id, finding_id::kCopySynchronous);
+  EXPECT_EQ(fs[2].id, finding_id::kScopesUnaccounted);
+}
+
+TEST(Advisor, EveryFindingCarriesEvidenceGainAndFix) {
+  EpochSummary e = epoch_with(500, 500);
+  e.phases[static_cast<std::size_t>(Phase::Forward)].wall_ms_total = 100;
+  e.copies.push_back(CopySummary{CopyDirection::HostToDevice, false, false, 10, 100 << 20, 50.0});
+  for (const Finding& f : advise(e, Environment{})) {
+    EXPECT_FALSE(f.evidence.empty()) << f.id;
+    EXPECT_FALSE(f.why.empty()) << f.id;
+    EXPECT_FALSE(f.estimated_gain.empty()) << f.id;
+    EXPECT_FALSE(f.fix.empty()) << f.id;
+  }
 }
 
 }  // namespace

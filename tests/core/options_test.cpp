@@ -3,27 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include "scoped_env.h"
 
 namespace fathom {
 namespace {
 
-// Sets an environment variable for one test and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) ::unsetenv(name_);
-    else ::setenv(name_, old_.c_str(), 1);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
+using test::ScopedEnv;
 
 TEST(Options, BuilderChainsAndKeepsValues) {
   Options o = Options().mode(Mode::Auto).report_dir("r").nvtx(NvtxLevel::Ops).record_shapes(true).cupti(false);

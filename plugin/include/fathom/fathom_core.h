@@ -6,6 +6,7 @@
 #include <fathom/epoch_accumulator.h>
 #include <fathom/host_info.h>
 #include <fathom/error.h>
+#include <fathom/file_system.h>
 #include <fathom/nvtx.h>
 #include <fathom/options.h>
 #include <fathom/phase.h>

@@ -4,8 +4,11 @@
 // No CUPTI or torch types here. Times are nanoseconds on one clock per source; analyses only
 // compare times from the same source.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <fathom/phase.h>
 
 namespace fathom {
 
@@ -22,7 +25,8 @@ struct KernelRecord {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint64_t correlation_id = 0;  // ties the kernel to its launching runtime call
-  std::uint64_t external_id = 0;     // the fathom op / phase that launched it; 0 if unknown
+  std::uint64_t external_id = 0;     // the op that launched it (OpRecord::external_id); 0 if unknown
+  std::optional<Phase> phase;        // the fathom phase open when it was launched, if known
   std::int32_t grid_x = 0, grid_y = 0, grid_z = 0;
   std::int32_t block_x = 0, block_y = 0, block_z = 0;
 };
@@ -39,6 +43,7 @@ struct MemcpyRecord {
   bool async = false;  // issued by an asynchronous API (cudaMemcpyAsync); unknown -> false
   std::uint64_t correlation_id = 0;
   std::uint64_t external_id = 0;
+  std::optional<Phase> phase;
 };
 
 struct MemsetRecord {
@@ -48,6 +53,8 @@ struct MemsetRecord {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint64_t correlation_id = 0;
+  std::uint64_t external_id = 0;
+  std::optional<Phase> phase;
 };
 
 enum class SyncKind : std::uint8_t { Unknown, Event, Stream, StreamWaitEvent, Context, Device };
@@ -59,6 +66,8 @@ struct SyncRecord {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint64_t correlation_id = 0;
+  std::uint64_t external_id = 0;  // the op that waited (aten::item, ...); 0 if unknown
+  std::optional<Phase> phase;
 };
 
 // A CUDA runtime or driver API call on the host (cudaLaunchKernel, cudaMemcpyAsync, ...).
@@ -69,6 +78,7 @@ struct RuntimeCallRecord {
   std::int64_t end_ns = 0;
   std::uint64_t correlation_id = 0;
   std::uint64_t external_id = 0;
+  std::optional<Phase> phase;
 };
 
 // An ATen op on the host, with the shapes of its inputs when they were recorded.

@@ -7,19 +7,15 @@
 #include <string>
 #include <vector>
 
+#include <fathom/device_telemetry.h>
+#include <fathom/hardware_fit.h>
 #include <fathom/phase.h>
 #include <fathom/records.h>
+#include <fathom/unmeasured.h>
 
 namespace fathom {
 
 inline constexpr int kReportSchemaVersion = 1;
-
-// Something fathom could not measure in this run, and why. Reports print these plainly instead
-// of a number.
-struct Unmeasured {
-  std::string what;
-  std::string why;
-};
 
 struct Environment {
   std::string fathom_version;
@@ -90,6 +86,8 @@ struct EpochSummary {
   std::optional<DeviceMemoryPeak> device_memory;  // over the whole epoch
   std::optional<std::int64_t> peak_rss_bytes;      // process peak resident memory in the epoch
   bool ended_by_exception = false;
+  std::optional<DeviceTelemetry> telemetry;  // NVML samples over the epoch (device_telemetry.h)
+  std::optional<MemoryFootprint> footprint;  // parameters, gradients, optimizer state, activations
   std::vector<Finding> findings;
 
   double step_ms_mean() const noexcept { return steps ? step_ms_total / steps : 0.0; }

@@ -1,0 +1,20 @@
+#pragma once
+// The few file-system operations fathom needs, on POSIX calls.
+//
+// Why not std::filesystem: libtorch.so exports its own copies of std::filesystem functions, and
+// in a process that links LibTorch the dynamic linker may bind fathom's calls to them; that
+// copy of remove_all crashes (seen with torch 2.11.0). Nothing in fathom, nor in a test that
+// links LibTorch, may call std::filesystem.
+#include <string>
+
+namespace fathom::fs {
+
+bool exists(const std::string& path) noexcept;
+bool is_directory(const std::string& path) noexcept;
+// mkdir -p; returns an empty string on success, else the system's reason.
+std::string make_directories(const std::string& path);
+// rm -rf; best effort, never throws.
+void remove_tree(const std::string& path) noexcept;
+std::string temp_directory();  // $TMPDIR or /tmp
+
+}  // namespace fathom::fs

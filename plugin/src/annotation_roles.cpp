@@ -1,0 +1,29 @@
+#include <fathom/annotation_roles.h>
+
+namespace fathom {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) noexcept { return s.substr(0, p.size()) == p; }
+bool has(std::string_view s, std::string_view p) noexcept { return s.find(p) != std::string_view::npos; }
+
+AnnotationMeaning phase(Phase p) noexcept { return {AnnotationRole::Phase, p}; }
+
+}  // namespace
+
+AnnotationMeaning annotation_meaning(std::string_view name) noexcept {
+  // fathom's scopes (NVTX ranges and the session's phase names).
+  if (name == "step" || starts_with(name, "step ") || starts_with(name, "step#"))
+    return {AnnotationRole::Step, Phase::Data};
+  if (auto p = phase_from_name(name)) return phase(*p);
+  // PyTorch profiler (torch.profiler.schedule marks each step; the DataLoader and optimizers
+  // record their own functions; HTA's sample traces use "## name ##" user annotations).
+  if (starts_with(name, "ProfilerStep#")) return {AnnotationRole::Step, Phase::Data};
+  if (starts_with(name, "enumerate(DataLoader)") || has(name, "## data_load")) return phase(Phase::Data);
+  if (starts_with(name, "Optimizer.")) return phase(Phase::Optimizer);
+  if (has(name, "## forward ##") || name == "DistributedDataParallel.forward") return phase(Phase::Forward);
+  if (has(name, "## backward ##") || starts_with(name, "autograd::engine::evaluate_function"))
+    return phase(Phase::Backward);
+  return {};
+}
+
+}  // namespace fathom

@@ -1,0 +1,65 @@
+# Shared by scripts/demo and scripts/test: installs what is missing, then configures and builds.
+# Every step checks before it acts, so a warm rerun only runs the (incremental) build.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/versions.env"
+VENV="$ROOT/.venv"
+BUILD="${FATHOM_BUILD_DIR:-$ROOT/build}"
+log() { printf '\033[1m[fathom]\033[0m %s\n' "$*" >&2; }
+
+need_apt=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+ensure_system_packages() {
+  local pkgs=(build-essential cmake ninja-build ccache libfmt-dev nlohmann-json3-dev libgtest-dev
+              libgmock-dev libcli11-dev libbenchmark-dev zlib1g-dev python3-venv)
+  for p in "${pkgs[@]}"; do have_pkg "$p" || need_apt+=("$p"); done
+  if ((${#need_apt[@]})); then
+    log "installing Debian packages: ${need_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null
+  fi
+}
+
+ensure_venv() {
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    log "creating $VENV"
+    python3 -m venv "$VENV"
+  fi
+  local have
+  have="$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)"
+  if [[ "$have" != "$TORCH_VERSION" ]]; then
+    log "installing torch==$TORCH_VERSION into $VENV (LibTorch comes from this wheel)"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy pytest
+  fi
+  local cuda
+  cuda="$("$VENV/bin/python" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null)"
+  if [[ -n "$cuda" && "${cuda%%.*}" != "$TORCH_CUDA_MAJOR" ]]; then
+    log "torch is built for CUDA $cuda but fathom pins CUDA $TORCH_CUDA_MAJOR (scripts/versions.env)"
+    exit 1
+  fi
+}
+
+torch_cmake_prefix() { "$VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)'; }
+
+configure_and_build() {
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/fathom-ccache}"
+  # Build folders differ between checkouts and helpers; let them share cached objects.
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  if [[ ! -f "$BUILD/build.ninja" ]]; then
+    log "configuring $BUILD"
+    local cuda_args=()
+    [[ -x /usr/local/cuda/bin/nvcc ]] && cuda_args+=(-DCUDAToolkit_ROOT=/usr/local/cuda -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+    cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_PREFIX_PATH="$(torch_cmake_prefix)" \
+      -DTORCH_CUDA_ARCH_LIST="9.0" "${cuda_args[@]}" "$@" >/dev/null
+  fi
+  log "building (2 cores: the first build takes a few minutes)"
+  cmake --build "$BUILD" --parallel "$(nproc)"
+}
+
+setup_all() {
+  ensure_system_packages
+  ensure_venv
+  configure_and_build "$@"
+}

@@ -1,0 +1,179 @@
+#include <fathom/fathom.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <fstream>
+#include <sstream>
+
+#include "scoped_env.h"
+#include "session_fixture.h"
+
+namespace fathom {
+namespace {
+
+using test::ScopedEnv;
+using test::SessionTest;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// One epoch of `steps` steps on a tiny model, every phase scoped.
+void train(Session& session, torch::nn::Sequential& model, int steps) {
+  torch::optim::SGD opt(model->parameters(), 0.01);
+  auto e = session.epoch();
+  for (int i = 0; i < steps; ++i) {
+    auto step = e.step(4);
+    auto x = step.to_device(torch::randn({4, 8}), torch::kCPU);
+    torch::Tensor loss;
+    {
+      auto f = step.forward();
+      loss = fathom::forward(model, x).sum();
+    }
+    {
+      auto b = step.backward();
+      opt.zero_grad();
+      loss.backward();
+    }
+    {
+      auto o = step.optimizer();
+      opt.step();
+    }
+  }
+}
+
+TEST_F(SessionTest, EpochWritesAJsonReportWithPhaseTimes) {
+  Session session(Options().report_dir(dir()).run_name("run").print_report(false));
+  auto model = tiny_model();
+  session.watch(*model);
+  train(session, model, 5);
+  ASSERT_EQ(session.report().epochs.size(), 1u);
+  const EpochSummary& e = session.report().epochs[0];
+  EXPECT_EQ(e.steps, 5);
+  EXPECT_EQ(e.samples, 20);
+  EXPECT_GT(e.samples_per_second(), 0);
+  for (Phase p : {Phase::Forward, Phase::Backward, Phase::Optimizer}) {
+    EXPECT_EQ(e.phase(p).count, 5) << phase_name(p);
+    EXPECT_GT(e.phase(p).wall_ms_total, 0) << phase_name(p);
+    EXPECT_TRUE(e.phase(p).rss_bytes_max.has_value()) << phase_name(p);
+  }
+  EXPECT_TRUE(e.phase(Phase::Data).inferred);
+  EXPECT_EQ(e.phase(Phase::Data).count, 5);
+  ASSERT_TRUE(e.peak_rss_bytes.has_value());
+  EXPECT_GT(*e.peak_rss_bytes, 0);
+  EXPECT_EQ(session.report_path(), dir() + "/run.json");
+  RunReport back = parse_json_report(slurp(session.report_path()), "run.json");
+  ASSERT_EQ(back.epochs.size(), 1u);
+  EXPECT_EQ(back.epochs[0].steps, 5);
+  EXPECT_EQ(back.environment.device, "cpu");
+  EXPECT_FALSE(back.environment.not_measured.empty());  // CPU run: device figures said missing
+}
+
+TEST_F(SessionTest, EveryEpochRewritesTheReportWithAllEpochs) {
+  Session session(Options().report_dir(dir()).run_name("run").print_report(false));
+  auto model = tiny_model();
+  train(session, model, 2);
+  train(session, model, 3);
+  RunReport back = parse_json_report(slurp(session.report_path()), "run.json");
+  ASSERT_EQ(back.epochs.size(), 2u);
+  EXPECT_EQ(back.epochs[0].index, 0);
+  EXPECT_EQ(back.epochs[1].index, 1);
+  EXPECT_EQ(back.epochs[1].steps, 3);
+}
+
+TEST_F(SessionTest, ExceptionInForwardKeepsTheMeasurementsAndWritesTheReport) {
+  Session session(Options().report_dir(dir()).run_name("run").print_report(false));
+  auto model = tiny_model();
+  try {
+    auto e = session.epoch();
+    {
+      auto step = e.step(4);
+      auto f = step.forward();
+    }
+    auto step = e.step(4);
+    auto f = step.forward();
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  ASSERT_EQ(session.report().epochs.size(), 1u);
+  const EpochSummary& e = session.report().epochs[0];
+  EXPECT_TRUE(e.ended_by_exception);
+  EXPECT_EQ(e.steps, 2);
+  EXPECT_EQ(e.failed_steps, 1);
+  EXPECT_EQ(e.phase(Phase::Forward).count, 2);
+  EXPECT_EQ(e.phase(Phase::Forward).aborted, 1);
+  EXPECT_TRUE(fs::exists(session.report_path()));
+}
+
+TEST_F(SessionTest, ModeOffDoesNothingMeasurable) {
+  ScopedEnv off("FATHOM_MODE", "off");
+  Session session(Options().report_dir(dir()).run_name("run"));
+  EXPECT_FALSE(session.active());
+  auto model = tiny_model();
+  train(session, model, 2);
+  EXPECT_TRUE(session.report().epochs.empty());
+  EXPECT_TRUE(session.report_path().empty());
+  EXPECT_FALSE(fs::exists(dir()));  // not even the folder
+}
+
+TEST_F(SessionTest, BadEnvironmentValueFailsAtSessionStart) {
+  ScopedEnv bad("FATHOM_NVTX", "everything");
+  try {
+    Session session(Options().report_dir(dir()));
+    FAIL() << "expected fathom::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FATHOM_NVTX"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("off|phases|modules|ops"), std::string::npos);
+  }
+}
+
+TEST_F(SessionTest, UnwritableReportFolderFailsAtSessionStart) {
+  ASSERT_EQ(fs::make_directories(dir()), "");
+  std::ofstream(dir() + "/file") << "x";
+  EXPECT_THROW(Session(Options().report_dir(dir() + "/file/reports")), Error);
+}
+
+TEST_F(SessionTest, EnvironmentRedirectsTheReport) {
+  ScopedEnv redirect("FATHOM_REPORT_DIR", (dir() + "/elsewhere").c_str());
+  Session session(Options().report_dir(dir() + "/in-code").run_name("run").print_report(false));
+  auto model = tiny_model();
+  train(session, model, 1);
+  EXPECT_TRUE(fs::exists(dir() + "/elsewhere/run.json"));
+  EXPECT_FALSE(fs::exists(dir() + "/in-code"));
+}
+
+TEST_F(SessionTest, SuggestModeRunsTheAdvisorObserveDoesNot) {
+  // A slow "loader" between steps: the data rule must fire in Suggest mode, and Observe mode
+  // lists no findings.
+  {
+    Session session(Options().report_dir(dir()).run_name("s").mode(Mode::Suggest).print_report(false));
+    {
+      auto e = session.epoch();
+      for (int i = 0; i < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        auto step = e.step(1);
+        auto f = step.forward();
+      }
+    }
+    const auto& fs = session.report().epochs.at(0).findings;
+    ASSERT_FALSE(fs.empty());
+    EXPECT_EQ(fs[0].id, "data.loader_bound");
+  }
+  {
+    Session session(Options().report_dir(dir()).run_name("o").mode(Mode::Observe).print_report(false));
+    {
+      auto e = session.epoch();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      auto step = e.step(1);
+    }
+    EXPECT_TRUE(session.report().epochs.at(0).findings.empty());
+  }
+}
+
+}  // namespace
+}  // namespace fathom

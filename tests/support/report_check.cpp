@@ -1,0 +1,43 @@
+// report_check REPORT.json EPOCHS: exits 0 when the report holds EPOCHS epochs, each with
+// non-zero forward, backward and optimizer time and at least one step; prints what is wrong
+// otherwise.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fathom/error.h>
+#include <fathom/report_writers.h>
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: report_check REPORT.json EPOCHS\n");
+    return 2;
+  }
+  std::ifstream in(argv[1]);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    fathom::RunReport r = fathom::parse_json_report(text.str(), argv[1]);
+    int bad = 0;
+    if (static_cast<int>(r.epochs.size()) != std::stoi(argv[2])) {
+      std::printf("expected %s epochs, found %zu\n", argv[2], r.epochs.size());
+      ++bad;
+    }
+    for (const auto& e : r.epochs) {
+      if (e.steps <= 0) std::printf("epoch %lld: no steps\n", static_cast<long long>(e.index)), ++bad;
+      for (fathom::Phase p : {fathom::Phase::Forward, fathom::Phase::Backward, fathom::Phase::Optimizer}) {
+        if (e.phase(p).wall_ms_total <= 0) {
+          std::printf("epoch %lld: no %s time\n", static_cast<long long>(e.index),
+                      std::string(fathom::phase_name(p)).c_str());
+          ++bad;
+        }
+      }
+    }
+    std::printf("report_check: %zu epochs, %s\n", r.epochs.size(), bad ? "FAILED" : "ok");
+    return bad ? 1 : 0;
+  } catch (const fathom::Error& e) {
+    std::printf("%s\n", e.what());
+    return 1;
+  }
+}

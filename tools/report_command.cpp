@@ -1,0 +1,48 @@
+// fathom report FILE.json: prints a JSON report written by a session.
+#include <iostream>
+#include <memory>
+
+#include <fathom/report_writers.h>
+
+#include "commands.h"
+
+namespace fathom::cli {
+namespace {
+
+struct ReportArgs {
+  std::string path;
+  int epoch = -1;
+  bool json = false;
+};
+
+int run_report(const ReportArgs& a) {
+  RunReport r = parse_json_report(read_whole_file(a.path), a.path);
+  if (a.json) {
+    std::cout << format_json_report(r);
+    return 0;
+  }
+  if (r.epochs.empty()) {
+    std::cout << "fathom: " << a.path << " holds no ended epoch\n";
+    return 0;
+  }
+  if (a.epoch >= 0) {
+    std::cout << format_terminal_report(r, a.epoch);
+    return 0;
+  }
+  for (std::size_t i = 0; i < r.epochs.size(); ++i)
+    std::cout << format_terminal_report(r, static_cast<int>(i)) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Run add_report_command(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand("report", "Print a JSON report written by a fathom session");
+  cmd->add_option("file", args->path, "the report (.json)")->required();
+  cmd->add_option("--epoch", args->epoch, "only this epoch (default: every epoch)");
+  cmd->add_flag("--json", args->json, "print the report as JSON again (validates it)");
+  return [args] { return run_report(*args); };
+}
+
+}  // namespace fathom::cli
