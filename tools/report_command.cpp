@@ -1,7 +1,9 @@
-// fathom report FILE.json: prints a JSON report written by a session.
+// fathom report FILE.json: prints a JSON report written by a session (terminal, or JSON again),
+// or writes it as a self-contained HTML page (--html OUT).
 #include <iostream>
 #include <memory>
 
+#include <fathom/atomic_file.h>
 #include <fathom/report_writers.h>
 
 #include "commands.h"
@@ -13,10 +15,16 @@ struct ReportArgs {
   std::string path;
   int epoch = -1;
   bool json = false;
+  std::string html;
 };
 
 int run_report(const ReportArgs& a) {
   RunReport r = parse_json_report(read_whole_file(a.path), a.path);
+  if (!a.html.empty()) {
+    write_file_atomically(a.html, format_html_report(r));
+    std::cout << "fathom: wrote " << a.html << " (" << r.epochs.size() << " epochs)\n";
+    return 0;
+  }
   if (a.json) {
     std::cout << format_json_report(r);
     return 0;
@@ -38,10 +46,12 @@ int run_report(const ReportArgs& a) {
 
 Run add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
-  auto* cmd = app.add_subcommand("report", "Print a JSON report written by a fathom session");
+  auto* cmd = app.add_subcommand("report", "Print a JSON report written by a fathom session, or write it as HTML");
   cmd->add_option("file", args->path, "the report (.json)")->required();
   cmd->add_option("--epoch", args->epoch, "only this epoch (default: every epoch)");
-  cmd->add_flag("--json", args->json, "print the report as JSON again (validates it)");
+  auto* json = cmd->add_flag("--json", args->json, "print the report as JSON again (validates it)");
+  cmd->add_option("--html", args->html, "write a self-contained HTML report (charts, no network) to this file")
+      ->excludes(json);
   return [args] { return run_report(*args); };
 }
 

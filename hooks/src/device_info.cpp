@@ -39,8 +39,8 @@ DeviceInfo probe_device() {
   } catch (const std::exception& e) {
     info.not_measured.push_back({"device name and memory size", e.what()});
   }
-  info.not_measured.push_back({"GPU kernels, transfers and Tensor Core use (CUPTI)",
-                               "CUPTI collection is not part of this build yet"});
+  // CUPTI's status (collecting, off, busy with another tool, unavailable) is reported by the
+  // session's CUPTI extension (cupti_extension.cpp).
   return info;
 }
 

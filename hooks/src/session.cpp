@@ -13,6 +13,7 @@
 #include <fathom/error.h>
 #include <fathom/host_info.h>
 
+#include "cupti_extension.h"
 #include "device_info.h"
 #include "session_state.h"
 
@@ -132,6 +133,9 @@ Session::Session(Options options) {
   env.device_name = device.name;
   env.device_memory_bytes = device.memory_bytes;
   env.not_measured = device.not_measured;
+  // Extensions: each feature adds itself here, in the order its callbacks should run
+  // (see session_extension.h).
+  if (auto cupti = detail::make_cupti_extension(resolved, device.device, env)) state_->add_extension(std::move(cupti));
   SessionState::active.store(state_.get(), std::memory_order_relaxed);
 }
 
@@ -149,6 +153,8 @@ const RunReport& Session::report() const noexcept {
   static const RunReport empty;
   return state_ ? state_->report() : empty;
 }
+
+detail::SessionState* Session::internal_state() const noexcept { return state_.get(); }
 
 std::string Session::report_path() const { return state_ ? state_->report_path() : std::string(); }
 

@@ -55,6 +55,7 @@ SessionState::~SessionState() {
 }
 
 void SessionState::begin_epoch() noexcept {
+  for (auto& e : extensions_) e->on_epoch_begin(epoch_index_);
   step_index_ = 0;
   reset_peak_rss();
   const std::int64_t now = now_ns();
@@ -79,6 +80,7 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     if (auto peak = peak_rss_bytes()) epoch_->set_peak_rss(*peak);
     EpochSummary summary = epoch_->finish(now_ns(), by_exception);
     if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, report_.environment);
+    for (auto& e : extensions_) e->on_epoch_end(summary, report_.environment);
     report_.epochs.push_back(std::move(summary));
   } catch (const std::exception& e) {
     std::cerr << "fathom: epoch " << epoch_index_ << " could not be summarized: " << e.what() << "\n";
@@ -126,6 +128,7 @@ void SessionState::begin_step() noexcept {
     std::string label = "step " + std::to_string(step_index_);
     nvtx::push(nvtx::Kind::Step, label.c_str());
   }
+  for (auto& e : extensions_) e->on_step_begin(step_index_);
 }
 
 void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool failed) noexcept {
@@ -135,6 +138,7 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
     nvtx::pop();
     data_gap_range_ = nvtx::start(nvtx::Kind::Phase, data_gap_name_, kPhaseColors[0]);
   }
+  for (auto& e : extensions_) e->on_step_end(step_index_, failed);
   epoch_->add(StepRecord{step_index_, samples, begin_ns, now, failed});
   device_.drain(/*wait=*/false, [&](const PhaseRecord& r) {
     if (epoch_) epoch_->add(r);
@@ -146,6 +150,7 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
 int SessionState::begin_phase(Phase p) noexcept {
   if (phase_ranges()) nvtx::push(nvtx::Kind::Phase, phase_names_[static_cast<std::size_t>(p)],
                                  kPhaseColors[static_cast<std::size_t>(p)]);
+  for (auto& e : extensions_) e->on_phase_begin(p);
   return device_.begin();
 }
 
@@ -156,6 +161,7 @@ void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot, bo
   r.begin_ns = begin_ns;
   r.end_ns = now_ns();
   r.aborted = aborted;
+  for (auto& e : extensions_) e->on_phase_end(p, aborted);
   if (!device_.enabled()) r.rss_bytes = current_rss_bytes();
   if (phase_ranges()) nvtx::pop();
   if (device_slot >= 0) {

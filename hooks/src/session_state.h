@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <fathom/epoch_accumulator.h>
 #include <fathom/nvtx.h>
@@ -14,6 +15,7 @@
 
 #include "device_meter.h"
 #include "op_ranges.h"
+#include "session_extension.h"
 
 namespace fathom::detail {
 
@@ -37,6 +39,15 @@ class SessionState {
   void watch_module(const void* module, const std::string& label);
   const nvtx::Name* module_name(const void* module) const noexcept;
 
+  // Extensions are called in the order they were added; the state owns them.
+  void add_extension(std::unique_ptr<SessionExtension> e) { extensions_.push_back(std::move(e)); }
+  template <typename T>
+  T* extension() const noexcept {
+    for (const auto& e : extensions_)
+      if (auto* t = dynamic_cast<T*>(e.get())) return t;
+    return nullptr;
+  }
+
   RunReport& report() noexcept { return report_; }
   const std::string& report_path() const noexcept { return report_path_; }
   std::int64_t step_index() const noexcept { return step_index_; }
@@ -52,6 +63,7 @@ class SessionState {
   std::string report_path_;
   DeviceMeter device_;
   std::unique_ptr<OpRanges> op_ranges_;
+  std::vector<std::unique_ptr<SessionExtension>> extensions_;
   std::optional<EpochAccumulator> epoch_;
   std::int64_t epoch_index_ = 0;
   std::int64_t step_index_ = 0;

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+namespace fathom {
+struct GpuSummary;
+}
+
 namespace fathom::advice {
 
 inline std::string percent(double fraction) { return fmt::format("{:.1f} %", 100.0 * fraction); }
@@ -55,5 +59,10 @@ void batch_headroom(const EpochSummary& e, const Environment& env, std::vector<F
 // Device telemetry rules (NVML): PCIe link below its capability, clocks lowered.
 void link_degraded(const EpochSummary& e, std::vector<Finding>& out);
 void clocks_throttled(const EpochSummary& e, std::vector<Finding>& out);
+
+// GPU activity rules (CUPTI / trace): mixed precision, transfers, host syncs, launch-bound
+// steps, communication. Findings the host-side rules already made get the GPU's evidence added.
+void gpu_rules(const EpochSummary& e, const GpuSummary& g, std::vector<Finding>& out);
+std::optional<BusyShare> timeline_busy_share(const GpuSummary& g);
 
 }  // namespace fathom::advice

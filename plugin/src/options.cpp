@@ -36,9 +36,9 @@ constexpr Choices<bool, 8> kSwitches{{{"on", true},
 
 // Every variable fathom reads. An unknown FATHOM_* name is an error: a typo must not silently
 // leave a setting at its default.
-constexpr std::array<std::string_view, 7> kKnownVariables{
+constexpr std::array<std::string_view, 8> kKnownVariables{
     "FATHOM_MODE",          "FATHOM_REPORT_DIR", "FATHOM_RUN_NAME", "FATHOM_NVTX",
-    "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",      "FATHOM_PRINT"};
+    "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",      "FATHOM_PRINT",    "FATHOM_CHECKPOINT_BUDGET"};
 
 template <typename T, std::size_t N>
 T parse_choice(const char* variable, std::string_view value, const Choices<T, N>& choices) {
@@ -87,6 +87,8 @@ Options Options::with_env() const {
   if (const char* v = get("FATHOM_NVTX")) o.nvtx_ = parse_choice("FATHOM_NVTX", v, kNvtxLevels);
   if (const char* v = get("FATHOM_CUPTI")) o.cupti_ = parse_choice("FATHOM_CUPTI", v, kSwitches);
   if (const char* v = get("FATHOM_PRINT")) o.print_report_ = parse_choice("FATHOM_PRINT", v, kSwitches);
+  if (const char* v = get("FATHOM_CHECKPOINT_BUDGET"))
+    o.checkpoint_budget_ = parse_memory_budget(v, "FATHOM_CHECKPOINT_BUDGET");
   if (const char* v = get("FATHOM_RECORD_SHAPES"))
     o.record_shapes_ = parse_choice("FATHOM_RECORD_SHAPES", v, kSwitches);
   if (const char* v = get("FATHOM_REPORT_DIR")) {

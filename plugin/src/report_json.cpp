@@ -1,10 +1,14 @@
 // JSON form of the report model. The schema is documented in docs/report-schema.md; a change to
 // a field's meaning bumps kReportSchemaVersion.
 #include <fathom/error.h>
+#include <fathom/hardware_fit.h>
 #include <fathom/report_writers.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "gpu_summary_json.h"
+#include "mixed_precision_report.h"
 
 namespace fathom {
 namespace {
@@ -72,6 +76,156 @@ json finding_json(const Finding& f) {
           {"applied", f.applied}};
 }
 
+// --- device telemetry (NVML), memory footprint and hardware fit ---------------------------------
+
+json telemetry_json(const std::optional<DeviceTelemetry>& t) {
+  if (!t) return nullptr;
+  json throttle = json::array();
+  for (const ThrottleShare& s : t->throttle) throttle.push_back({{"reason", s.reason}, {"share", s.share}});
+  json series = json::array();
+  for (const TelemetryPoint& p : t->series) {
+    series.push_back({{"t_s", p.t_s},
+                      {"gpu_utilization_pct", optional_json(p.gpu_utilization_pct)},
+                      {"memory_used_bytes", optional_json(p.memory_used_bytes)},
+                      {"power_w", optional_json(p.power_w)},
+                      {"sm_clock_mhz", optional_json(p.sm_clock_mhz)},
+                      {"pcie_tx_bytes_per_s", optional_json(p.pcie_tx_bytes_per_s)},
+                      {"pcie_rx_bytes_per_s", optional_json(p.pcie_rx_bytes_per_s)}});
+  }
+  json not_measured = json::array();
+  for (const auto& u : t->not_measured) not_measured.push_back({{"what", u.what}, {"why", u.why}});
+  return {{"source", t->source},
+          {"device_name", t->device_name},
+          {"samples", t->samples},
+          {"duration_s", t->duration_s},
+          {"gpu_utilization_pct_mean", optional_json(t->gpu_utilization_pct_mean)},
+          {"gpu_utilization_pct_max", optional_json(t->gpu_utilization_pct_max)},
+          {"memory_utilization_pct_mean", optional_json(t->memory_utilization_pct_mean)},
+          {"memory_used_bytes_max", optional_json(t->memory_used_bytes_max)},
+          {"memory_total_bytes", optional_json(t->memory_total_bytes)},
+          {"power_w_mean", optional_json(t->power_w_mean)},
+          {"power_w_max", optional_json(t->power_w_max)},
+          {"power_limit_w", optional_json(t->power_limit_w)},
+          {"energy_j", optional_json(t->energy_j)},
+          {"sm_clock_mhz_mean", optional_json(t->sm_clock_mhz_mean)},
+          {"sm_clock_mhz_max", optional_json(t->sm_clock_mhz_max)},
+          {"memory_clock_mhz_mean", optional_json(t->memory_clock_mhz_mean)},
+          {"throttle", throttle},
+          {"pcie",
+           {{"gen", optional_json(t->pcie.gen)},
+            {"width", optional_json(t->pcie.width)},
+            {"max_gen", optional_json(t->pcie.max_gen)},
+            {"max_width", optional_json(t->pcie.max_width)},
+            {"under_load", t->pcie.under_load}}},
+          {"pcie_tx_bytes_per_s_mean", optional_json(t->pcie_tx_bytes_per_s_mean)},
+          {"pcie_rx_bytes_per_s_mean", optional_json(t->pcie_rx_bytes_per_s_mean)},
+          {"pcie_rx_bytes_per_s_max", optional_json(t->pcie_rx_bytes_per_s_max)},
+          {"nvlinks_active", optional_json(t->nvlinks_active)},
+          {"series", series},
+          {"not_measured", not_measured}};
+}
+
+std::optional<DeviceTelemetry> telemetry_from(const json& parent) {
+  auto it = parent.find("telemetry");
+  if (it == parent.end() || it->is_null()) return std::nullopt;
+  const json& j = *it;
+  DeviceTelemetry t;
+  t.source = j.at("source").get<std::string>();
+  t.device_name = j.at("device_name").get<std::string>();
+  t.samples = j.at("samples").get<std::int64_t>();
+  t.duration_s = j.at("duration_s").get<double>();
+  t.gpu_utilization_pct_mean = optional_from<double>(j, "gpu_utilization_pct_mean");
+  t.gpu_utilization_pct_max = optional_from<double>(j, "gpu_utilization_pct_max");
+  t.memory_utilization_pct_mean = optional_from<double>(j, "memory_utilization_pct_mean");
+  t.memory_used_bytes_max = optional_from<std::int64_t>(j, "memory_used_bytes_max");
+  t.memory_total_bytes = optional_from<std::int64_t>(j, "memory_total_bytes");
+  t.power_w_mean = optional_from<double>(j, "power_w_mean");
+  t.power_w_max = optional_from<double>(j, "power_w_max");
+  t.power_limit_w = optional_from<double>(j, "power_limit_w");
+  t.energy_j = optional_from<double>(j, "energy_j");
+  t.sm_clock_mhz_mean = optional_from<double>(j, "sm_clock_mhz_mean");
+  t.sm_clock_mhz_max = optional_from<double>(j, "sm_clock_mhz_max");
+  t.memory_clock_mhz_mean = optional_from<double>(j, "memory_clock_mhz_mean");
+  for (const json& s : j.at("throttle"))
+    t.throttle.push_back({s.at("reason").get<std::string>(), s.at("share").get<double>()});
+  const json& l = j.at("pcie");
+  t.pcie = PcieLinkState{optional_from<int>(l, "gen"), optional_from<int>(l, "width"),
+                         optional_from<int>(l, "max_gen"), optional_from<int>(l, "max_width"),
+                         l.at("under_load").get<bool>()};
+  t.pcie_tx_bytes_per_s_mean = optional_from<double>(j, "pcie_tx_bytes_per_s_mean");
+  t.pcie_rx_bytes_per_s_mean = optional_from<double>(j, "pcie_rx_bytes_per_s_mean");
+  t.pcie_rx_bytes_per_s_max = optional_from<double>(j, "pcie_rx_bytes_per_s_max");
+  t.nvlinks_active = optional_from<int>(j, "nvlinks_active");
+  for (const json& p : j.at("series")) {
+    t.series.push_back(TelemetryPoint{p.at("t_s").get<double>(),
+                                      optional_from<double>(p, "gpu_utilization_pct"),
+                                      optional_from<double>(p, "memory_used_bytes"),
+                                      optional_from<double>(p, "power_w"),
+                                      optional_from<double>(p, "sm_clock_mhz"),
+                                      optional_from<double>(p, "pcie_tx_bytes_per_s"),
+                                      optional_from<double>(p, "pcie_rx_bytes_per_s")});
+  }
+  for (const json& u : j.at("not_measured"))
+    t.not_measured.push_back({u.at("what").get<std::string>(), u.at("why").get<std::string>()});
+  return t;
+}
+
+json footprint_json(const std::optional<MemoryFootprint>& m) {
+  if (!m) return nullptr;
+  return {{"parameter_count", m->parameter_count},
+          {"parameter_bytes", m->parameter_bytes},
+          {"gradient_bytes", m->gradient_bytes},
+          {"optimizer_state_bytes", m->optimizer_state_bytes},
+          {"activation_bytes", m->activation_bytes},
+          {"checkpointable_blocks", optional_json(m->checkpointable_blocks)},
+          {"mixed_precision", m->mixed_precision},
+          {"checkpointing", m->checkpointing}};
+}
+
+std::optional<MemoryFootprint> footprint_from(const json& parent) {
+  auto it = parent.find("footprint");
+  if (it == parent.end() || it->is_null()) return std::nullopt;
+  const json& j = *it;
+  MemoryFootprint m;
+  m.parameter_count = j.at("parameter_count").get<std::int64_t>();
+  m.parameter_bytes = j.at("parameter_bytes").get<std::int64_t>();
+  m.gradient_bytes = j.at("gradient_bytes").get<std::int64_t>();
+  m.optimizer_state_bytes = j.at("optimizer_state_bytes").get<std::int64_t>();
+  m.activation_bytes = j.at("activation_bytes").get<std::int64_t>();
+  m.checkpointable_blocks = optional_from<std::int64_t>(j, "checkpointable_blocks");
+  m.mixed_precision = j.at("mixed_precision").get<bool>();
+  m.checkpointing = j.at("checkpointing").get<bool>();
+  return m;
+}
+
+// Derived from the footprint (and memory peaks) on every write; readers may ignore it.
+json hardware_fit_json(const EpochSummary& e) {
+  if (!e.footprint) return nullptr;
+  const HardwareFit fit = hardware_fit(*e.footprint, e.device_memory,
+                                       e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  json variants = json::array();
+  for (const FitVariant& v : fit.variants) {
+    json cards = json::object();
+    for (std::size_t i = 0; i < v.cards.size(); ++i)
+      cards[std::string(kFitCards[i].label)] = std::string(fit_name(v.cards[i]));
+    variants.push_back({{"mixed_precision", v.mixed_precision},
+                        {"checkpointing", v.checkpointing},
+                        {"as_run", v.as_run},
+                        {"need_bytes", optional_json(v.need_bytes)},
+                        {"activation_bytes", v.need_bytes ? json(v.activation_bytes) : json(nullptr)},
+                        {"cast_cache_bytes", v.need_bytes ? json(v.cast_cache_bytes) : json(nullptr)},
+                        {"cards", v.need_bytes ? cards : json(nullptr)},
+                        {"why_not_estimated", v.why}});
+  }
+  json capacities = json::object();
+  for (const CardSize& c : kFitCards) capacities[std::string(c.label)] = c.capacity_bytes;
+  return {{"overhead_bytes", fit.overhead_bytes},
+          {"overhead_measured", fit.overhead_measured},
+          {"fragmentation", fit.fragmentation},
+          {"card_capacity_bytes", capacities},
+          {"variants", variants}};
+}
+
 json epoch_json(const EpochSummary& e) {
   json phases = json::object();
   for (const PhaseSummary& p : e.phases) {
@@ -111,6 +265,11 @@ json epoch_json(const EpochSummary& e) {
           {"copies", copies},
           {"device_memory", memory_json(e.device_memory)},
           {"peak_rss_bytes", optional_json(e.peak_rss_bytes)},
+          {"telemetry", telemetry_json(e.telemetry)},
+          {"footprint", footprint_json(e.footprint)},
+          {"hardware_fit", hardware_fit_json(e)},
+          {"mixed_precision", detail::mixed_precision_json(e.mixed_precision)},
+          {"gpu", e.gpu ? detail::gpu_summary_to_json(*e.gpu) : json(nullptr)},
           {"findings", findings}};
 }
 
@@ -161,6 +320,10 @@ EpochSummary epoch_from(const json& j) {
   }
   e.device_memory = memory_from(j, "device_memory");
   e.peak_rss_bytes = optional_from<std::int64_t>(j, "peak_rss_bytes");
+  e.telemetry = telemetry_from(j);
+  e.footprint = footprint_from(j);
+  e.mixed_precision = detail::mixed_precision_from(j);
+  if (auto g = j.find("gpu"); g != j.end() && !g->is_null()) e.gpu = detail::gpu_summary_from_json(*g);
   for (const json& fj : j.at("findings")) {
     Finding f;
     f.id = fj.at("id").get<std::string>();

@@ -3,6 +3,7 @@
 #include <fathom/advisor.h>
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 
 namespace fathom::test {
@@ -25,9 +26,11 @@ inline EpochSummary epoch_with(double step_ms_total, double data_ms_total, std::
   return e;
 }
 
-inline const Finding* find(const std::vector<Finding>& fs, std::string_view id) {
+// A copy: advise() returns a temporary.
+inline std::optional<Finding> find(const std::vector<Finding>& fs, std::string_view id) {
   auto it = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) { return f.id == id; });
-  return it == fs.end() ? nullptr : &*it;
+  if (it == fs.end()) return std::nullopt;
+  return *it;
 }
 
 inline const Evidence* evidence(const Finding& f, std::string_view name) {

@@ -13,8 +13,8 @@ using test::find;
 
 TEST(Advisor, DataWaitAboveFivePercentFires) {
   auto fs = advise(epoch_with(900, 100), Environment{});  // 10 % of step + data
-  const Finding* f = find(fs, finding_id::kDataLoaderBound);
-  ASSERT_NE(f, nullptr);
+  const auto f = find(fs, finding_id::kDataLoaderBound);
+  ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::Warning);
   EXPECT_NEAR(*f->gain_fraction, 0.10, 1e-9);
   EXPECT_EQ(f->evidence.at(0).value, "10.0 %");
@@ -25,7 +25,7 @@ TEST(Advisor, DataWaitAboveFivePercentFires) {
 
 TEST(Advisor, DataWaitBelowFivePercentDoesNot) {
   auto fs = advise(epoch_with(1000, 40), Environment{});  // 3.8 %
-  EXPECT_EQ(find(fs, finding_id::kDataLoaderBound), nullptr);
+  EXPECT_FALSE(find(fs, finding_id::kDataLoaderBound));
 }
 
 TEST(Advisor, DataWaitAboveQuarterIsCritical) {
@@ -36,10 +36,10 @@ TEST(Advisor, DataWaitAboveQuarterIsCritical) {
 TEST(Advisor, PageableCopyFiresPinnedDoesNot) {
   EpochSummary e = epoch_with(1000, 0);
   e.copies.push_back(CopySummary{CopyDirection::HostToDevice, true, true, 5, 5 << 20, 1.0});
-  EXPECT_EQ(find(advise(e, Environment{}), finding_id::kCopyPageable), nullptr);
+  EXPECT_FALSE(find(advise(e, Environment{}), finding_id::kCopyPageable));
   e.copies.push_back(CopySummary{CopyDirection::HostToDevice, false, true, 5, 5 << 20, 1.0});
-  const Finding* f = find(advise(e, Environment{}), finding_id::kCopyPageable);
-  ASSERT_NE(f, nullptr);
+  const auto f = find(advise(e, Environment{}), finding_id::kCopyPageable);
+  ASSERT_TRUE(f);
   EXPECT_EQ(f->evidence.at(0).value, "5");
   EXPECT_EQ(f->evidence.at(1).value, "5.0 MiB");
   EXPECT_NE(f->fix.find("pin_memory()"), std::string::npos);
@@ -49,29 +49,29 @@ TEST(Advisor, PageableCopyFiresPinnedDoesNot) {
 TEST(Advisor, DeviceToHostPageableCopiesDoNotFire) {
   EpochSummary e = epoch_with(1000, 0);
   e.copies.push_back(CopySummary{CopyDirection::DeviceToHost, false, false, 5, 5 << 20, 1.0});
-  EXPECT_EQ(find(advise(e, Environment{}), finding_id::kCopyPageable), nullptr);
+  EXPECT_FALSE(find(advise(e, Environment{}), finding_id::kCopyPageable));
 }
 
 TEST(Advisor, LargeSynchronousCopiesFireSmallOnesDoNot) {
   EpochSummary e = epoch_with(1000, 0);
   e.copies.push_back(CopySummary{CopyDirection::HostToDevice, true, false, 10, 10 * 1024, 1.0});
-  EXPECT_EQ(find(advise(e, Environment{}), finding_id::kCopySynchronous), nullptr);  // 1 KiB each
+  EXPECT_FALSE(find(advise(e, Environment{}), finding_id::kCopySynchronous));  // 1 KiB each
   e.copies[0].bytes = 10 * (1 << 20);
-  const Finding* f = find(advise(e, Environment{}), finding_id::kCopySynchronous);
-  ASSERT_NE(f, nullptr);
+  const auto f = find(advise(e, Environment{}), finding_id::kCopySynchronous);
+  ASSERT_TRUE(f);
   EXPECT_NEAR(*f->gain_fraction, 0.001, 1e-9);
 }
 
 TEST(Advisor, UnaccountedStepTimeFires) {
   EpochSummary e = epoch_with(1000, 0);
   e.phases[static_cast<std::size_t>(Phase::Forward)].wall_ms_total = 500;
-  const Finding* f = find(advise(e, Environment{}), finding_id::kScopesUnaccounted);
-  ASSERT_NE(f, nullptr);
+  const auto f = find(advise(e, Environment{}), finding_id::kScopesUnaccounted);
+  ASSERT_TRUE(f);
   EXPECT_EQ(f->evidence.at(0).value, "50.0 %");
 }
 
 TEST(Advisor, FullyScopedStepTimeDoesNot) {
-  EXPECT_EQ(find(advise(epoch_with(1000, 0), Environment{}), finding_id::kScopesUnaccounted), nullptr);
+  EXPECT_FALSE(find(advise(epoch_with(1000, 0), Environment{}), finding_id::kScopesUnaccounted));
 }
 
 TEST(Advisor, QuietEpochHasNoFindings) {

@@ -1,6 +1,5 @@
 // The NVML adapter, end to end through dlopen: against tests/support/fake_nvml.cpp, and against
-// the real driver library where a GPU is present (label gpu).
-#include <fathom/clock.h>
+// the real driver library in nvml_gpu_test.cpp (label gpu).
 #include <fathom/telemetry_sampler.h>
 
 #include <gtest/gtest.h>
@@ -109,20 +108,6 @@ TEST(NvmlTelemetry, SamplerOverTheFakeLibrary) {
   EXPECT_EQ(t.pcie.gen, 4);
   EXPECT_TRUE(t.pcie.under_load);
   EXPECT_EQ(t.not_measured.size(), 2u);
-}
-
-// On a machine with a GPU: the real driver library answers.
-TEST(NvmlTelemetryGpu, RealDriverLibrary) {
-  NvmlOpenResult r = open_nvml_telemetry();
-  if (!r.source) GTEST_SKIP() << "no NVML here: " << r.not_measured.at(0).why;
-  const DeviceLimits l = r.source->limits();
-  EXPECT_FALSE(l.name.empty());
-  const TelemetrySample s = r.source->read(now_ns());
-  ASSERT_TRUE(s.memory_total_bytes.has_value());
-  EXPECT_GT(*s.memory_total_bytes, 1LL << 30);
-  ASSERT_TRUE(s.power_w.has_value());
-  EXPECT_GT(*s.power_w, 1.0);
-  for (const Unmeasured& u : r.source->unsupported()) std::cout << u.what << ": " << u.why << "\n";
 }
 
 }  // namespace

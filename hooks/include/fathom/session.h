@@ -143,6 +143,9 @@ class Session {
   // Where the JSON report is written (empty when fathom is off).
   std::string report_path() const;
 
+  // For fathom's own features and tests (hooks/src); not a stable API.
+  detail::SessionState* internal_state() const noexcept;
+
  private:
   std::unique_ptr<detail::SessionState> state_;  // null when fathom is off
   Options off_options_;

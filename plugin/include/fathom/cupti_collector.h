@@ -52,8 +52,10 @@ class CuptiCollector {
   static std::unique_ptr<CuptiCollector> start(Sink sink, CuptiConfig config = {});
   // The same with a given CUPTI (tests pass a fake).
   static std::unique_ptr<CuptiCollector> start(const cupti::Api& api, Sink sink, CuptiConfig config = {});
-  // Same, when the library could not be loaded: why says what was searched.
+  // A collector that does not collect, when the library could not be loaded (why: what was
+  // searched) or when the caller already knows another client holds CUPTI (why, verbatim).
   static std::unique_ptr<CuptiCollector> unavailable(std::string why);
+  static std::unique_ptr<CuptiCollector> busy(std::string why);
 
   ~CuptiCollector();  // stops
   CuptiCollector(const CuptiCollector&) = delete;

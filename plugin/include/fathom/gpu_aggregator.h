@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fathom/gpu_records.h>
@@ -183,6 +184,11 @@ class GpuAggregator {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What a CUDA runtime or driver call is to the timeline: a launch of GPU work, or a call that
+// blocks the host until the GPU catches up (cuda*Synchronize, synchronous cudaMemcpy).
+bool is_launch_call(std::string_view name) noexcept;
+bool is_host_sync_call(std::string_view name) noexcept;
 
 // All of a source's records, aggregated in one sweep (a trace or replay file).
 GpuAggregate aggregate(const GpuActivity& activity);

@@ -3,8 +3,11 @@
 // FATHOM_* environment variables override them (see Options::with_env), so a built binary can be
 // instrumented without a rebuild.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include <fathom/memory_budget.h>
 
 namespace fathom {
 
@@ -47,6 +50,13 @@ class Options {
   Options& print_report(bool v) { print_report_ = v; return *this; }
   bool print_report() const noexcept { return print_report_; }
 
+  // The memory a step may use before fathom checkpoints activations: bytes, or a fraction of the
+  // device memory (on CPU, which has none, a fraction of the activation memory measured without
+  // checkpointing). Unset: Auto mode acts when a step's peak passes 90 % of device memory.
+  // FATHOM_CHECKPOINT_BUDGET=12GiB | 80% | 0.8.
+  Options& checkpoint_budget(MemoryBudget v) { checkpoint_budget_ = v; return *this; }
+  const std::optional<MemoryBudget>& checkpoint_budget() const noexcept { return checkpoint_budget_; }
+
   // Returns these options with every FATHOM_* variable of the environment applied. Throws
   // fathom::Error naming the variable and the accepted values on a bad value or unknown name.
   Options with_env() const;
@@ -59,6 +69,7 @@ class Options {
   bool record_shapes_ = false;
   bool cupti_ = true;
   bool print_report_ = true;
+  std::optional<MemoryBudget> checkpoint_budget_;
 };
 
 }  // namespace fathom

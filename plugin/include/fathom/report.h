@@ -8,7 +8,10 @@
 #include <vector>
 
 #include <fathom/device_telemetry.h>
+#include <fathom/gpu_summary.h>
 #include <fathom/hardware_fit.h>
+#include <fathom/module_report.h>
+#include <fathom/mixed_precision.h>
 #include <fathom/phase.h>
 #include <fathom/records.h>
 #include <fathom/unmeasured.h>
@@ -88,6 +91,9 @@ struct EpochSummary {
   bool ended_by_exception = false;
   std::optional<DeviceTelemetry> telemetry;  // NVML samples over the epoch (device_telemetry.h)
   std::optional<MemoryFootprint> footprint;  // parameters, gradients, optimizer state, activations
+  std::optional<ModuleReport> modules;       // per-module activations, checkpoint plan, OOMs
+  std::optional<MixedPrecisionSummary> mixed_precision;  // autocast, GradScaler, Auto policy
+  std::optional<GpuSummary> gpu;  // CUPTI's GPU activity over the epoch (gpu_summary.h)
   std::vector<Finding> findings;
 
   double step_ms_mean() const noexcept { return steps ? step_ms_total / steps : 0.0; }

@@ -10,6 +10,10 @@ namespace fathom {
 // The terminal summary of one epoch (the last one when epoch < 0).
 std::string format_terminal_report(const RunReport& report, int epoch = -1);
 
+// The whole run as one self-contained HTML page (inline CSS, SVG charts and script; nothing is
+// fetched). Every name from the report is escaped.
+std::string format_html_report(const RunReport& report);
+
 // The whole run as JSON, schema docs/report-schema.md.
 std::string format_json_report(const RunReport& report);
 

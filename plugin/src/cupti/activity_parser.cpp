@@ -94,7 +94,7 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
     // A runtime call and the driver call it makes inside share one correlation id: keep the
     // runtime one so a launch is counted once.
     std::unordered_set<std::uint64_t> runtime_ids;
-    const std::size_t driver_from = a.runtime_calls.size();
+    std::vector<std::size_t> driver_launches;  // indices into a.runtime_calls
     CUpti_Activity* record = nullptr;
     for (;;) {
       const CUptiResult r = api_.activity_get_next_record(buffer, valid_size, &record);
@@ -116,8 +116,12 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
           o.start_ns = shifted(k->start, offset);
           o.end_ns = shifted(k->end, offset);
           o.correlation_id = k->correlationId;
-          o.grid_x = k->gridX, o.grid_y = k->gridY, o.grid_z = k->gridZ;
-          o.block_x = k->blockX, o.block_y = k->blockY, o.block_z = k->blockZ;
+          o.grid_x = k->gridX;
+          o.grid_y = k->gridY;
+          o.grid_z = k->gridZ;
+          o.block_x = k->blockX;
+          o.block_y = k->blockY;
+          o.block_z = k->blockZ;
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -188,7 +192,11 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
           o.start_ns = shifted(c->start, offset);
           o.end_ns = shifted(c->end, offset);
           o.correlation_id = c->correlationId;
-          if (runtime) runtime_ids.insert(c->correlationId);
+          if (runtime) {
+            runtime_ids.insert(c->correlationId);
+          } else {
+            driver_launches.push_back(a.runtime_calls.size() - 1);
+          }
           break;
         }
         case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -199,17 +207,19 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
         default: ++out.skipped; break;
       }
     }
-    if (!runtime_ids.empty()) {
-      auto& calls = a.runtime_calls;
-      std::size_t keep = driver_from;
-      for (std::size_t i = driver_from; i < calls.size(); ++i) {
-        const bool nested = calls[i].name.rfind("cuda", 0) != 0 && runtime_ids.count(calls[i].correlation_id);
-        if (!nested) {
-          if (keep != i) calls[keep] = std::move(calls[i]);
-          ++keep;
-        }
+    std::vector<bool> nested(a.runtime_calls.size(), false);
+    bool any = false;
+    for (std::size_t i : driver_launches) {
+      if (runtime_ids.count(a.runtime_calls[i].correlation_id)) nested[i] = any = true;
+    }
+    if (any) {
+      std::size_t keep = 0;
+      for (std::size_t i = 0; i < a.runtime_calls.size(); ++i) {
+        if (nested[i]) continue;
+        if (keep != i) a.runtime_calls[keep] = std::move(a.runtime_calls[i]);
+        ++keep;
       }
-      calls.resize(keep);
+      a.runtime_calls.resize(keep);
     }
   } catch (...) {
     // Out of memory while growing the batch: what was parsed stays, the rest counts as lost.

@@ -375,6 +375,12 @@ std::unique_ptr<CuptiCollector> CuptiCollector::unavailable(std::string why) {
   return std::unique_ptr<CuptiCollector>(new CuptiCollector(std::move(impl)));
 }
 
+std::unique_ptr<CuptiCollector> CuptiCollector::busy(std::string why) {
+  auto impl = std::make_unique<Impl>(Api{}, Sink{}, CuptiConfig{});
+  impl->refuse(CuptiState::Busy, std::move(why));
+  return std::unique_ptr<CuptiCollector>(new CuptiCollector(std::move(impl)));
+}
+
 CuptiState CuptiCollector::state() const noexcept { return impl_->state.load(); }
 
 std::string CuptiCollector::library() const { return impl_->api.library; }

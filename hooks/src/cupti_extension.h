@@ -1,0 +1,74 @@
+#pragma once
+// CUPTI collection for a session: starts the collector when a CUDA device is present and
+// Options::cupti() is on, tags the work each phase and eligible op launches (external
+// correlation), flushes at step ends without waiting and at the epoch end completely, and feeds
+// the batches to a GpuAggregator whose GPU summary is built at each epoch end. When CUPTI is
+// absent, busy with another tool or fails, the report says why and the phases are still timed.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include <c10/core/Device.h>
+
+#include <fathom/cupti_collector.h>
+#include <fathom/gpu_aggregator.h>
+#include <fathom/gpu_summary.h>
+#include <fathom/options.h>
+
+#include "op_correlation.h"
+#include "session_extension.h"
+
+namespace fathom::detail {
+
+class CuptiExtension final : public SessionExtension {
+ public:
+  // Starts a collector for a sink; tests pass one that uses a fake CUPTI.
+  using Starter = std::function<std::unique_ptr<CuptiCollector>(CuptiCollector::Sink)>;
+
+  // Adds why CUPTI is not collecting to env.not_measured when it cannot start.
+  CuptiExtension(const Options& options, std::optional<DeviceProperties> device, Environment& env,
+                 Starter start = {});
+  ~CuptiExtension() override;
+
+  void on_epoch_begin(std::int64_t epoch) noexcept override;
+  void on_step_begin(std::int64_t step) noexcept override;
+  void on_phase_begin(Phase phase) noexcept override;
+  void on_phase_end(Phase phase, bool aborted) noexcept override;
+  void on_step_end(std::int64_t step, bool failed) noexcept override;
+  void on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept override;
+
+  bool collecting() const noexcept { return collector_ && collector_->collecting(); }
+  // The GPU section of the last finished epoch (the report model has no place for it yet).
+  const std::optional<GpuSummary>& last_summary() const noexcept { return last_summary_; }
+
+ private:
+  void take(GpuActivity&& batch) noexcept;
+  void annotate(const char* name, std::int64_t begin_ns, std::int64_t end_ns) noexcept;
+  void report_changes(Environment& env) noexcept;
+
+  std::unique_ptr<CuptiCollector> collector_;
+  std::unique_ptr<OpCorrelation> ops_;
+  std::unique_ptr<GpuAggregator> aggregator_;
+  std::optional<DeviceProperties> device_;
+  std::optional<GpuSummary> last_summary_;
+  std::size_t notes_reported_ = 0;
+  bool began_ = false;  // an epoch has begun: reasons found from now on say when
+  std::int64_t epoch_ = 0;
+  std::int64_t step_ = 0;
+  std::int64_t step_begin_ns_ = 0;
+  std::int64_t data_begin_ns_ = 0;  // end of the last step, or the epoch's start
+  std::array<std::int64_t, kPhaseCount> phase_begin_ns_{};
+  std::array<int, kPhaseCount> phase_pushed_{};
+};
+
+// The extension a session adds, or nullptr when there is nothing to collect (no CUDA device:
+// device_info already says so; CUPTI turned off: says so in env).
+std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options, std::optional<c10::Device> device,
+                                                       Environment& env);
+
+// True while torch.profiler (Kineto) is profiling in this process: it owns CUPTI then.
+bool kineto_profiling() noexcept;
+
+}  // namespace fathom::detail

@@ -1,0 +1,29 @@
+#pragma once
+// A feature that rides on a session's lifecycle: CUPTI collection, NVML sampling, the AMP
+// policy, the checkpoint planner, the distributed merge. Each lives in its own file, derives
+// from this, and is added in Session's constructor (session.cpp) — the one place that knows
+// them all, so SessionState stays small.
+//
+// Callbacks run on the training thread, in the order the extensions were added, and must not
+// throw: a failing feature degrades and says so in the report, it never stops training.
+#include <cstdint>
+
+#include <fathom/phase.h>
+#include <fathom/report.h>
+
+namespace fathom::detail {
+
+class SessionExtension {
+ public:
+  virtual ~SessionExtension() = default;
+  virtual void on_epoch_begin(std::int64_t /*epoch*/) noexcept {}
+  virtual void on_step_begin(std::int64_t /*step*/) noexcept {}
+  virtual void on_phase_begin(Phase /*phase*/) noexcept {}
+  virtual void on_phase_end(Phase /*phase*/, bool /*aborted*/) noexcept {}
+  virtual void on_step_end(std::int64_t /*step*/, bool /*failed*/) noexcept {}
+  // Adds what the feature measured or did to the epoch (sections, findings, not-measured
+  // entries) after the advisor ran and before the report is written.
+  virtual void on_epoch_end(EpochSummary& /*epoch*/, Environment& /*environment*/) noexcept {}
+};
+
+}  // namespace fathom::detail

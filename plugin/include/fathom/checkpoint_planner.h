@@ -1,0 +1,108 @@
+#pragma once
+// Which blocks of a chain to checkpoint so that the activation memory fits a budget with the least
+// recompute time: the optimal dynamic program for chains, in the spirit of rotor (Beaumont et al.,
+// "Optimal checkpointing for heterogeneous chains", 2019), restricted to what a reentrant
+// checkpoint executes: each block is either run plainly or belongs to one checkpointed segment.
+//
+// The memory model (every number is a measurement of a plain, not checkpointed, forward):
+//
+//   Blocks 1..n run in order; boundary value x_j (j = 0..n) is the output of block j and the
+//   input of block j+1, b_j bytes. For block i:
+//     c_i    own bytes: what it saves for backward that is neither its input nor its output
+//     in_i   the bytes of its input x_{i-1} it saves (0 if it keeps none of it)
+//     out_i  the bytes of its output x_i it saves
+//     t_i    its forward time
+//   A plan marks disjoint segments [s..e] as checkpointed; the other blocks are plain. A
+//   checkpointed segment keeps only its input x_{s-1} and recomputes its blocks (time Σt) in
+//   backward. A boundary value is stored once however many blocks keep it, so the bytes kept at
+//   boundary j are the largest of the parts kept:
+//     need_j = max( out_j if block j is plain,  in_{j+1} if block j+1 is plain,
+//                   b_j if a checkpointed segment starts at block j+1 )
+//   Stored after forward:   M = Σ_{i plain} c_i + Σ_{j=0..n} need_j
+//   Backward runs n..1 and frees each plain block's saved bytes once it has run; when it reaches
+//   a segment S = [s..e], everything before S is still held and S is recomputed plainly:
+//     H_S = Σ_{i plain, i<s} c_i + Σ_{j<s} need_j
+//     R_S = Σ_{i=s..e} c_i + Σ_{j=s..e} max(out_j, in_{j+1} if j<e)
+//   Predicted peak = max(M, max_S H_S + R_S).
+//   Not modelled: parameters, gradients and optimizer state (constant under any plan: budgets
+//   here are for activations), the gradients flowing between blocks in backward, and transient
+//   buffers inside one block's forward. Views and in-place blocks, whose output shares its input's
+//   storage, must be merged into their predecessor first (fuse_aliasing_blocks): a checkpoint
+//   cannot start at a block that modifies its input in place.
+//
+// The dynamic program walks the chain left to right; its state is (block j, whether block j is
+// plain), its value the Pareto front of (bytes held so far, recompute time). Fronts only hold
+// points within the budget, so the result is exact (checked against brute force). The smallest
+// feasible budget is found by bisection on a feasibility pass that keeps the least memory per state.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fathom {
+
+struct ChainBlock {
+  std::string name;
+  std::int64_t own_bytes = 0;           // c_i
+  std::int64_t input_saved_bytes = 0;   // in_i
+  std::int64_t output_saved_bytes = 0;  // out_i
+  std::int64_t input_bytes = 0;         // b_{i-1}
+  std::int64_t output_bytes = 0;        // b_i
+  double forward_ms = 0;                // t_i
+  bool aliases_input = false;  // its output shares storage with its input (view, in-place op)
+};
+
+// Blocks [begin, end) of the chain, 0-based.
+struct CheckpointSegment {
+  int begin = 0;
+  int end = 0;
+  bool operator==(const CheckpointSegment&) const = default;
+};
+
+struct PlanCost {
+  std::int64_t stored_bytes = 0;  // M: held after forward
+  std::int64_t peak_bytes = 0;    // the predicted peak
+  double recompute_ms = 0;
+};
+
+// The model above for one plan. Throws fathom::Error when segments overlap, are empty, out of
+// order, or outside the chain.
+PlanCost evaluate_plan(const std::vector<ChainBlock>& chain,
+                       const std::vector<CheckpointSegment>& segments);
+
+struct CheckpointPlan {
+  bool feasible = false;
+  std::vector<CheckpointSegment> segments;  // checkpointed, in chain order
+  std::int64_t budget_bytes = 0;
+  std::int64_t unconstrained_peak_bytes = 0;  // no checkpointing
+  std::int64_t min_feasible_budget_bytes = 0;
+  std::int64_t predicted_peak_bytes = 0;  // of this plan (the unconstrained peak if infeasible)
+  std::int64_t stored_bytes = 0;
+  double recompute_ms = 0;
+  double forward_ms = 0;  // the whole chain, once
+  std::string message;    // one line: what was chosen, or why nothing fits and what would
+};
+
+// Optimal plan under budget_bytes (activation bytes, as in the model above).
+CheckpointPlan plan_checkpoints(const std::vector<ChainBlock>& chain, std::int64_t budget_bytes);
+
+// The least budget any plan fits in.
+std::int64_t min_feasible_budget(const std::vector<ChainBlock>& chain);
+
+// torch.utils.checkpoint.checkpoint_sequential's plan: k equal segments (sizes differ by at most
+// one), all checkpointed but the last, whose backward comes first anyway.
+std::vector<CheckpointSegment> equal_segments(int blocks, int k);
+// k = ceil(sqrt(blocks)).
+std::vector<CheckpointSegment> sqrt_segments(int blocks);
+
+// Merges every block whose output aliases its input into the block before it (the first block
+// into the one after it). groups[g] lists the original indices merged into fused block g.
+struct FusedChain {
+  std::vector<ChainBlock> blocks;
+  std::vector<std::vector<int>> groups;
+};
+FusedChain fuse_aliasing_blocks(const std::vector<ChainBlock>& chain);
+// Segments of a fused chain in the original block indices.
+std::vector<CheckpointSegment> unfuse_segments(const FusedChain& fused,
+                                               const std::vector<CheckpointSegment>& segments);
+
+}  // namespace fathom

@@ -1,0 +1,44 @@
+#pragma once
+// The GPU section of a report: the Tensor Core, transfer and timeline analyses of one source
+// (a session's CUPTI records, a PyTorch profiler trace, a replay file), with what could not be
+// measured and why. Written to JSON and the terminal with the rest of the report.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fathom/gpu_records.h>
+#include <fathom/tensor_core_analysis.h>
+#include <fathom/timeline_analysis.h>
+#include <fathom/transfer_analysis.h>
+#include <fathom/unmeasured.h>
+
+namespace fathom {
+
+struct GpuAggregate;
+
+struct GpuSummary {
+  std::string source;  // "cupti", "kineto trace", "replay"
+  std::vector<DeviceProperties> devices;
+  bool gpu_activity = false;  // false: the source holds no kernel, copy or memset
+  TensorCoreResult tensor_cores;
+  TransferResult transfers;
+  TimelineResult timeline;
+  std::int64_t records = 0;
+  std::int64_t dropped_records = 0;  // totals are lower bounds when this is not 0
+  std::vector<Unmeasured> not_measured;
+};
+
+struct GpuSummaryOptions {
+  std::string source;
+  LinkPeak link;
+};
+
+GpuSummary summarize_gpu(const GpuAggregate& a, const GpuSummaryOptions& options = {});
+
+// The section alone, as the report writers put it in an epoch (terminal text; a JSON object).
+std::string format_gpu_summary_text(const GpuSummary& s);
+std::string format_gpu_summary_json(const GpuSummary& s);
+// Throws fathom::Error naming source_name and the problem.
+GpuSummary parse_gpu_summary_json(const std::string& text, const std::string& source_name);
+
+}  // namespace fathom

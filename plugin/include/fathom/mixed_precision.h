@@ -1,0 +1,62 @@
+#pragma once
+// The mixed-precision section of an epoch's report: the precision each phase ran in, the steps
+// whose optimizer update was skipped on inf/NaN gradients, the gradient scale's history, and what
+// the Auto policy did (enabled, accepted, rolled back) and why. Schema: docs/report-schema.md.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fathom/phase.h>
+
+namespace fathom {
+
+// How many phase runs used autocast (16-bit) and how many ran in fp32. The backward phase follows
+// its forward: autograd computes gradients in the dtypes the forward produced.
+struct PhasePrecision {
+  Phase phase = Phase::Forward;
+  std::int64_t low_precision = 0;
+  std::int64_t fp32 = 0;
+};
+
+// The gradient scale after an update that changed it. step: the session's step count since the
+// first epoch (not reset per epoch).
+struct ScalePoint {
+  std::int64_t step = 0;
+  double scale = 0;
+};
+
+// Something the mixed-precision policy did. kind: "enabled", "accepted", "rolled_back",
+// "not_enabled".
+struct AmpEvent {
+  std::int64_t step = 0;
+  std::string kind;
+  std::string detail;
+};
+
+// At most this many scale points per epoch: the first change and the latest ones.
+inline constexpr std::size_t kScaleHistoryLimit = 64;
+
+struct MixedPrecisionSummary {
+  std::string policy;       // "off", "suggest", "auto", "on"
+  std::string state;        // at the epoch's end: "fp32", "warming_up", "watching", "enabled", "rolled_back"
+  std::string dtype;        // "bf16", "fp16"; "" while it never ran
+  std::string device_type;  // autocast's device type: "cpu", "cuda"
+  bool grad_scaling = false;  // a GradScaler scaled the loss (fp16)
+  std::int64_t steps_low_precision = 0;  // steps whose forward ran under autocast
+  std::int64_t steps_fp32 = 0;
+  std::vector<PhasePrecision> phases;    // forward, backward, optimizer
+  std::int64_t skipped_steps = 0;        // optimizer updates skipped on inf/NaN gradients
+  std::vector<ScalePoint> scale_history; // bounded, see kScaleHistoryLimit
+  std::int64_t scale_changes = 0;        // all changes, also those left out of the history
+  std::optional<double> scale;           // at the epoch's end, when a GradScaler ran
+  // What the Auto policy compared (medians of host step time; loss level of the fp32 trend).
+  std::optional<double> fp32_step_ms;
+  std::optional<double> amp_step_ms;
+  std::optional<double> fp32_loss_reference;
+  std::optional<double> amp_loss;
+  std::vector<AmpEvent> events;
+};
+
+}  // namespace fathom

@@ -1,0 +1,127 @@
+"""fathom for PyTorch: the same engine, scopes and reports as fathom's C++ API.
+
+    import fathom
+    with fathom.Session(report_dir="reports") as session:
+        session.watch(model)                      # NVTX range per module (forward hooks)
+        for epoch in range(epochs):
+            with session.epoch() as e:            # report written when the block ends
+                for x, y in loader:
+                    with e.step(len(x)) as step:
+                        x = step.to_device(x, device)
+                        y = step.to_device(y, device)
+                        with step.forward():
+                            loss = criterion(model(x), y)
+                        with step.backward():
+                            loss.backward()
+                        with step.optimizer():
+                            optimizer.step()
+                            optimizer.zero_grad()
+
+FATHOM_* environment variables override the arguments, as in C++.
+"""
+
+import json as _json
+
+import torch  # loads LibTorch before the extension that links it
+
+from . import _C
+
+__version__ = _C.__version__
+Error = _C.Error
+Epoch = _C.Epoch
+Step = _C.Step
+Phase = _C.Phase
+ModuleRange = _C.ModuleRange
+
+if torch.__version__.split("+")[0] != _C.torch_version.split("+")[0]:
+    raise ImportError(
+        f"fathom was built against torch {_C.torch_version} but torch {torch.__version__} is "
+        "installed: reinstall fathom (pip install --no-build-isolation ./python) with this torch"
+    )
+
+__all__ = ["Session", "Epoch", "Step", "Phase", "ModuleRange", "Error", "module_range", "__version__"]
+
+
+class Session:
+    """A fathom session: NVTX ranges, measurements, and a report at the end of each epoch.
+
+    Arguments left as None take fathom's defaults (report_dir "fathom-reports", mode "suggest",
+    nvtx "modules", cupti on, the terminal report printed); FATHOM_* variables win over both.
+    mode: off | observe | suggest | auto.  nvtx: off | phases | modules | ops.
+    """
+
+    def __init__(self, report_dir=None, run_name=None, mode=None, nvtx=None, record_shapes=None,
+                 cupti=None, print_report=None):
+        self._c = _C.Session(report_dir=None if report_dir is None else str(report_dir),
+                             run_name=run_name, mode=mode, nvtx=nvtx, record_shapes=record_shapes,
+                             cupti=cupti, print_report=print_report)
+        self._hooks = []
+
+    # -- the loop ------------------------------------------------------------------------------
+    def epoch(self):
+        """An epoch scope: `with session.epoch() as e:`; its end writes the report."""
+        return self._c.epoch()
+
+    def watch(self, model):
+        """Opens an NVTX range around the forward of `model` and of each of its submodules,
+        named like the C++ ranges: "ResNet" for the root, "layer1.0.conv1 (Conv2d)" below it.
+        Returns the model. The hooks go when the session closes."""
+        if not self._c.active or self._c.nvtx not in ("modules", "ops"):
+            return model
+        for name, module in model.named_modules():
+            kind = type(module).__name__
+            r = _C.ModuleRange(f"{name} ({kind})" if name else kind)
+            self._hooks.append(module.register_forward_pre_hook(r.pre_hook))
+            self._hooks.append(module.register_forward_hook(r.post_hook, always_call=True))
+        return model
+
+    def close(self):
+        """Ends the session: removes module hooks and op callbacks; the report stays readable."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks.clear()
+        self._c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    # -- what it knows -------------------------------------------------------------------------
+    @property
+    def active(self):
+        """False when fathom is off (mode "off" or FATHOM_MODE=off): every scope is then a no-op."""
+        return self._c.active
+
+    @property
+    def mode(self):
+        return self._c.mode
+
+    @property
+    def nvtx(self):
+        return self._c.nvtx
+
+    @property
+    def report_dir(self):
+        return self._c.report_dir
+
+    @property
+    def report_path(self):
+        """Where the JSON report is written ("" when fathom is off)."""
+        return self._c.report_path
+
+    @property
+    def report(self):
+        """The report so far (every ended epoch) as a dict, schema docs/report-schema.md."""
+        return _json.loads(self._c.report_json())
+
+    def terminal_report(self, epoch=-1):
+        """The terminal summary of one epoch (the last one by default); "" before the first."""
+        return self._c.terminal_report(epoch)
+
+
+def module_range(label):
+    """An NVTX module range for a block you call by hand: `with fathom.module_range("head"):`."""
+    return _C.ModuleRange(label)

@@ -1,0 +1,109 @@
+#include <fathom/advisor.h>
+#include <fathom/amp_advice.h>
+#include <fathom/tensor_core_analysis.h>
+
+#include <gtest/gtest.h>
+
+namespace fathom {
+namespace {
+
+EpochSummary epoch_with_device_times() {
+  EpochSummary e;
+  for (Phase p : kAllPhases) e.phases[static_cast<std::size_t>(p)].phase = p;
+  e.steps = 10;
+  e.step_ms_total = 1000;
+  e.phases[static_cast<std::size_t>(Phase::Forward)].device_ms_total = 300;
+  e.phases[static_cast<std::size_t>(Phase::Backward)].device_ms_total = 500;
+  e.phases[static_cast<std::size_t>(Phase::Forward)].wall_ms_total = 310;
+  e.phases[static_cast<std::size_t>(Phase::Backward)].wall_ms_total = 520;
+  return e;
+}
+
+AmpDeviceFacts h200() { return {true, "NVIDIA H200", 9, 0}; }
+
+bool has(const std::vector<Unmeasured>& v, const std::string& what) {
+  for (const auto& u : v)
+    if (u.what == what) return true;
+  return false;
+}
+
+std::string evidence(const Finding& f, const std::string& name) {
+  for (const auto& e : f.evidence)
+    if (e.name == name) return e.value;
+  return "";
+}
+
+TEST(AmpAdvice, CpuGivesNoFindingAndSaysWhy) {
+  std::vector<Unmeasured> nm;
+  EXPECT_FALSE(mixed_precision_finding(epoch_with_device_times(), {}, nullptr, nm));
+  ASSERT_TRUE(has(nm, "mixed-precision speed-up on CPU"));
+  // Each epoch would call it again: the entry is not repeated.
+  mixed_precision_finding(epoch_with_device_times(), {}, nullptr, nm);
+  EXPECT_EQ(nm.size(), 1u);
+}
+
+TEST(AmpAdvice, PreVoltaHasNoTensorCores) {
+  std::vector<Unmeasured> nm;
+  EXPECT_FALSE(mixed_precision_finding(epoch_with_device_times(), {true, "Tesla P100", 6, 0}, nullptr, nm));
+  EXPECT_TRUE(has(nm, "mixed-precision speed-up"));
+}
+
+TEST(AmpAdvice, PhaseDeviceTimesBoundTheGainAndSaySoWithoutTensorCoreAnalysis) {
+  std::vector<Unmeasured> nm;
+  auto f = mixed_precision_finding(epoch_with_device_times(), h200(), nullptr, nm);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->id, finding_id::kMixedPrecision);
+  EXPECT_NE(f->title.find("bf16"), std::string::npos);
+  EXPECT_EQ(evidence(*f, "eligible time (upper bound)"), "800.0 ms, 80.0 % of step time");
+  EXPECT_EQ(evidence(*f, "measured from"), "forward + backward device time (CUDA events)");
+  EXPECT_TRUE(has(nm, "FP32 GEMM and convolution time on CUDA cores"));
+  // Amdahl with H200's bf16 / fp32 peak ratio 989 / 67.
+  const double bound = 1.0 / (0.2 + 0.8 / (989.0 / 67.0));
+  ASSERT_TRUE(f->gain_fraction);
+  EXPECT_NEAR(*f->gain_fraction, 1.0 - 1.0 / bound, 1e-9);
+  EXPECT_EQ(f->severity, Severity::Warning);
+  EXPECT_NE(f->fix.find("step.apply(optimizer)"), std::string::npos);
+  EXPECT_NE(f->fix.find("fathom::AutocastScope autocast(torch::kCUDA)"), std::string::npos);
+}
+
+TEST(AmpAdvice, TensorCoreAnalysisGivesTheMeasuredShare) {
+  TensorCoreResult tc;
+  tc.kernel_ns = 100'000'000;
+  tc.tensor_core_ns = 10'000'000;
+  tc.share = 0.1;
+  tc.ops_recorded = true;
+  tc.eligible_cuda_core_ns = 60'000'000;
+  tc.on_cuda_cores.push_back({"aten::mm", "[64,512] [512,512]", "float float", "", 10, 10, 0, 60'000'000});
+  std::vector<Unmeasured> nm;
+  auto f = mixed_precision_finding(epoch_with_device_times(), {true, "Tesla V100-SXM2-16GB", 7, 0}, &tc, nm);
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->title.find("fp16"), std::string::npos);
+  EXPECT_EQ(evidence(*f, "eligible time (measured)"), "60.0 ms, 60.0 % of GPU compute-kernel time");
+  EXPECT_EQ(evidence(*f, "Tensor Core share of kernel time"), "10.0 %");
+  EXPECT_NE(evidence(*f, "largest on CUDA cores").find("aten::mm"), std::string::npos);
+  // The share is of kernel time, not step time: no step-time fraction is claimed.
+  EXPECT_FALSE(f->gain_fraction);
+  EXPECT_FALSE(has(nm, "FP32 GEMM and convolution time on CUDA cores"));
+}
+
+TEST(AmpAdvice, LittleEligibleWorkGivesNoFinding) {
+  TensorCoreResult tc;
+  tc.kernel_ns = 100'000'000;
+  tc.tensor_core_ns = 90'000'000;
+  tc.ops_recorded = true;
+  tc.eligible_cuda_core_ns = 5'000'000;  // 5 %, under the 10 % threshold
+  std::vector<Unmeasured> nm;
+  EXPECT_FALSE(mixed_precision_finding(epoch_with_device_times(), h200(), &tc, nm));
+}
+
+TEST(AmpAdvice, UnknownGpuStillListsTheWorkButNoSpeedup) {
+  std::vector<Unmeasured> nm;
+  auto f = mixed_precision_finding(epoch_with_device_times(), {true, "Future GPU", 13, 0}, nullptr, nm);
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->gain_fraction);
+  EXPECT_EQ(f->severity, Severity::Info);
+  EXPECT_TRUE(has(nm, "peak 16-bit and FP32 throughput of this GPU"));
+}
+
+}  // namespace
+}  // namespace fathom

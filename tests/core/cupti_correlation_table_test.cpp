@@ -1,0 +1,76 @@
+#include <gtest/gtest.h>
+
+#include "correlation_table.h"
+
+namespace fathom::cupti {
+namespace {
+
+ExternalCorrelation op(std::uint32_t correlation, std::uint64_t id) { return {correlation, kOpCorrelation, id}; }
+ExternalCorrelation phase(std::uint32_t correlation, Phase p) {
+  return {correlation, kPhaseCorrelation, phase_correlation_id(p)};
+}
+
+TEST(CorrelationTable, AttributesEveryRecordKindToItsOpAndPhase) {
+  CorrelationTable t;
+  t.add({op(1, 100), phase(1, Phase::Forward), op(2, 200), phase(2, Phase::Backward), phase(3, Phase::Copy)});
+  GpuActivity a;
+  a.kernels.push_back({.name = "k", .correlation_id = 1});
+  a.memcpys.push_back({.correlation_id = 3});
+  a.memsets.push_back({.correlation_id = 2});
+  a.syncs.push_back({.correlation_id = 2});
+  a.runtime_calls.push_back({.name = "cudaLaunchKernel", .correlation_id = 1});
+  a.kernels.push_back({.name = "unattributed", .correlation_id = 99});
+  t.attribute(a);
+  EXPECT_EQ(a.kernels[0].external_id, 100u);
+  EXPECT_EQ(a.kernels[0].phase, Phase::Forward);
+  EXPECT_EQ(a.memcpys[0].external_id, 0u) << "a copy outside any op has a phase but no op";
+  EXPECT_EQ(a.memcpys[0].phase, Phase::Copy);
+  EXPECT_EQ(a.memsets[0].external_id, 200u);
+  EXPECT_EQ(a.memsets[0].phase, Phase::Backward);
+  EXPECT_EQ(a.syncs[0].external_id, 200u);
+  EXPECT_EQ(a.runtime_calls[0].external_id, 100u);
+  EXPECT_EQ(a.kernels[1].external_id, 0u);
+  EXPECT_FALSE(a.kernels[1].phase.has_value());
+}
+
+TEST(CorrelationTable, AGraphLaunchAttributesAllItsKernels) {
+  CorrelationTable t;
+  t.add({op(5, 50)});
+  GpuActivity a;
+  for (int i = 0; i < 3; ++i) a.kernels.push_back({.correlation_id = 5});
+  t.attribute(a);
+  for (const KernelRecord& k : a.kernels) EXPECT_EQ(k.external_id, 50u);
+}
+
+TEST(CorrelationTable, KeepsCorrelationsForAFewDeliveriesThenForgetsThem) {
+  CorrelationTable t;
+  t.add({op(1, 10)});
+  for (std::uint32_t d = 1; d < CorrelationTable::kKeepDeliveries; ++d) {
+    t.next_delivery();
+    GpuActivity a;
+    a.kernels.push_back({.correlation_id = 1});
+    t.attribute(a);
+    EXPECT_EQ(a.kernels[0].external_id, 10u) << "after " << d << " deliveries";
+  }
+  t.next_delivery();
+  EXPECT_EQ(t.size(), 0u);
+  GpuActivity late;
+  late.kernels.push_back({.correlation_id = 1});
+  t.attribute(late);
+  EXPECT_EQ(late.kernels[0].external_id, 0u);
+}
+
+TEST(CorrelationTable, OnlyFathomsKindsAreKept) {
+  CorrelationTable t;
+  t.add({{1, CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC, 5}, {1, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, 6}});
+  EXPECT_EQ(t.size(), 0u);
+}
+
+TEST(CorrelationTable, PhaseIdsRoundTrip) {
+  for (Phase p : kAllPhases) EXPECT_EQ(phase_from_correlation_id(phase_correlation_id(p)), p);
+  EXPECT_FALSE(phase_from_correlation_id(0).has_value());
+  EXPECT_FALSE(phase_from_correlation_id(kPhaseCount + 1).has_value());
+}
+
+}  // namespace
+}  // namespace fathom::cupti

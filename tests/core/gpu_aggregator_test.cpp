@@ -1,0 +1,231 @@
+#include <fathom/gpu_aggregator.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "synthetic_activity.h"
+
+namespace fathom {
+namespace {
+
+using test::us;
+
+const KernelStats& kernel_named(const GpuAggregate& a, const std::string& name) {
+  auto it = std::find_if(a.kernels.begin(), a.kernels.end(), [&](const KernelStats& k) { return k.name == name; });
+  EXPECT_NE(it, a.kernels.end()) << name;
+  return *it;
+}
+
+TEST(GpuAggregator, PerNameCountTotalMinMax) {
+  GpuAggregate a = aggregate(test::one_step());
+  EXPECT_EQ(a.kernels.size(), 4u);  // six launches, four names
+  const KernelStats& x = kernel_named(a, test::kXmmaBf16);
+  EXPECT_EQ(x.count, 2);
+  EXPECT_EQ(x.total_ns, us(200));
+  EXPECT_EQ(x.min_ns, us(100));
+  EXPECT_EQ(x.max_ns, us(100));
+  EXPECT_TRUE(x.kind.tensor_core);
+  const KernelStats& e = kernel_named(a, test::kElementwise);
+  EXPECT_EQ(e.count, 2);
+  EXPECT_EQ(e.min_ns, us(5));
+  EXPECT_EQ(e.max_ns, us(50));
+  EXPECT_EQ(e.tiny_count, 1);
+  EXPECT_EQ(e.tiny_ns, us(5));
+  EXPECT_TRUE(kernel_named(a, test::kNccl).kind.communication);
+}
+
+TEST(GpuAggregator, PhasesFromAnnotationRangesAtLaunchTime) {
+  GpuAggregate a = aggregate(test::one_step());
+  const PhaseGpuStats& fwd = a.phases[static_cast<std::size_t>(Phase::Forward)];
+  EXPECT_EQ(fwd.kernel_count, 2);
+  EXPECT_EQ(fwd.kernel_ns, us(200));
+  EXPECT_EQ(fwd.tensor_core_ns, us(100));
+  EXPECT_EQ(fwd.memcpy_count, 1);  // launched at 210, inside forward [200, 600)
+  EXPECT_EQ(fwd.memcpy_bytes, 8000);
+  const PhaseGpuStats& bwd = a.phases[static_cast<std::size_t>(Phase::Backward)];
+  EXPECT_EQ(bwd.kernel_count, 4);
+  EXPECT_EQ(bwd.kernel_ns, us(255));
+  EXPECT_EQ(bwd.communication_ns, us(100));
+  EXPECT_EQ(bwd.tensor_core_ns, us(100));
+  EXPECT_EQ(a.phases[kUnattributed].kernel_count, 0);
+}
+
+TEST(GpuAggregator, PhaseFromTheSourceWinsOverTimeRanges) {
+  GpuActivity act = test::one_step();
+  act.kernels[0].phase = Phase::Optimizer;  // the collector's external correlation said so
+  GpuAggregate a = aggregate(act);
+  EXPECT_EQ(a.phases[static_cast<std::size_t>(Phase::Optimizer)].tensor_core_ns, us(100));
+  EXPECT_EQ(a.phases[static_cast<std::size_t>(Phase::Forward)].kernel_count, 1);
+}
+
+TEST(GpuAggregator, WithoutAnyHostRecordsWorkIsUnattributed) {
+  GpuActivity act = test::one_step();
+  act.annotations.clear();
+  act.runtime_calls.clear();
+  GpuAggregate a = aggregate(act);
+  EXPECT_EQ(a.phases[kUnattributed].kernel_count, 6);
+  EXPECT_FALSE(a.window_from_steps);
+  EXPECT_EQ(a.window_begin_ns, us(220));  // the first record: the copy (the ops start at 248)
+  EXPECT_EQ(a.window_end_ns, us(900));
+}
+
+TEST(GpuAggregator, EligibleOpsByExternalIdAndByTime) {
+  GpuAggregate a = aggregate(test::one_step());
+  ASSERT_EQ(a.eligible_ops.size(), 3u);  // aten::add is not eligible
+  auto find = [&](const std::string& name, const std::string& shapes) {
+    return *std::find_if(a.eligible_ops.begin(), a.eligible_ops.end(),
+                         [&](const EligibleOpStats& s) { return s.name == name && s.shapes == shapes; });
+  };
+  const EligibleOpStats mm_fp32 = find("aten::mm", "[30,64] [64,128]");
+  EXPECT_EQ(mm_fp32.instances, 1);
+  EXPECT_EQ(mm_fp32.with_kernels, 1);
+  EXPECT_EQ(mm_fp32.only_cuda_cores, 1);
+  EXPECT_EQ(mm_fp32.cuda_core_ns, us(100));
+  EXPECT_EQ(mm_fp32.misaligned, "M=30");
+  EXPECT_EQ(mm_fp32.dtypes, "float float");
+  const EligibleOpStats addmm = find("aten::addmm", "[128] [64,64] [64,128]");
+  EXPECT_EQ(addmm.only_cuda_cores, 0);
+  EXPECT_EQ(addmm.tensor_core_ns, us(100));
+  EXPECT_EQ(addmm.misaligned, "");
+  // No external id: found as the op running on the launching thread at launch time.
+  const EligibleOpStats mm_bf16 = find("aten::mm", "[64,64] [64,64]");
+  EXPECT_EQ(mm_bf16.with_kernels, 1);
+  EXPECT_EQ(mm_bf16.tensor_core_ns, us(100));
+}
+
+TEST(GpuAggregator, TimelineUnionsAndIdleSplit) {
+  GpuAggregate a = aggregate(test::one_step());
+  EXPECT_TRUE(a.window_from_steps);
+  EXPECT_EQ(a.steps, 1);
+  EXPECT_EQ(a.window_ns(), us(1000));
+  ASSERT_EQ(a.timelines.size(), 1u);
+  const DeviceTimelineStats& t = a.timelines[0];
+  EXPECT_EQ(t.busy_ns, us(480));
+  EXPECT_EQ(t.kernel_ns, us(400));
+  EXPECT_EQ(t.compute_ns, us(355));
+  EXPECT_EQ(t.communication_ns, us(100));
+  EXPECT_EQ(t.memcpy_ns, us(80));
+  EXPECT_EQ(t.kernel_or_memcpy_ns, us(480));
+  EXPECT_EQ(t.idle_ns, us(520));
+  EXPECT_EQ(t.idle.data_wait_ns, us(200));
+  EXPECT_EQ(t.idle.host_launch_ns, us(170));
+  EXPECT_EQ(t.idle.sync_ns, us(50));
+  EXPECT_EQ(t.idle.other_ns, us(100));
+  EXPECT_EQ(t.idle.gaps, 4);
+}
+
+TEST(GpuAggregator, BatchAndOneByOneAgree) {
+  const GpuActivity act = test::one_step();
+  GpuAggregator one;
+  for (const auto& r : act.devices) one.add(r);
+  for (const auto& r : act.annotations) one.add(r);
+  for (const auto& r : act.ops) one.add(r);
+  for (const auto& r : act.runtime_calls) one.add(r);
+  for (const auto& r : act.kernels) one.add(r);
+  for (const auto& r : act.memcpys) one.add(r);
+  const GpuAggregate a = one.snapshot();
+  const GpuAggregate b = aggregate(act);
+  EXPECT_EQ(a.records, b.records);
+  EXPECT_EQ(a.timelines.at(0).busy_ns, b.timelines.at(0).busy_ns);
+  EXPECT_EQ(a.timelines.at(0).idle.host_launch_ns, b.timelines.at(0).idle.host_launch_ns);
+  EXPECT_EQ(a.phases[2].tensor_core_ns, b.phases[2].tensor_core_ns);
+}
+
+TEST(GpuAggregator, DroppedRecordsAreCarriedThrough) {
+  GpuActivity act = test::one_step();
+  act.dropped_records = 17;
+  GpuAggregator agg;
+  agg.add(act);
+  agg.add_dropped(3);
+  agg.add_dropped(-5);  // nonsense from a source is ignored, not subtracted
+  EXPECT_EQ(agg.snapshot().dropped_records, 20);
+}
+
+TEST(GpuAggregator, KernelLaunchedInOneBatchCompletesInTheNext) {
+  GpuActivity act = test::one_step();
+  GpuActivity first = act, second;
+  first.kernels.erase(first.kernels.begin() + 2, first.kernels.end());  // k3.. arrive a step later
+  second.kernels.assign(act.kernels.begin() + 2, act.kernels.end());
+  GpuAggregator agg;
+  agg.add(first);
+  agg.flush();  // step end
+  agg.add(second);
+  agg.flush();
+  const GpuAggregate a = agg.snapshot();
+  EXPECT_EQ(a.phases[static_cast<std::size_t>(Phase::Backward)].kernel_count, 4);
+  EXPECT_EQ(a.timelines.at(0).busy_ns, us(480));
+  EXPECT_EQ(a.timelines.at(0).idle.host_launch_ns, us(170));
+  EXPECT_EQ(a.late_records, 0);
+}
+
+TEST(GpuAggregator, RecordsOlderThanTheSweptTimelineAreCountedLate) {
+  GpuActivity act = test::one_step();
+  KernelRecord old = act.kernels[0];
+  GpuAggregator agg;
+  agg.add(act);
+  agg.flush();
+  agg.add(old);  // starts at 300 us, the timeline has been swept to 850 us
+  const GpuAggregate a = agg.snapshot();
+  EXPECT_EQ(a.late_records, 1);
+  EXPECT_EQ(kernel_named(a, test::kXmmaBf16).count, 3);  // still in the totals
+  EXPECT_EQ(a.timelines.at(0).busy_ns, us(480));
+}
+
+// Memory grows with distinct names, not with launches: a million launches of ten kernels hold
+// ten rows and at most one window of records.
+TEST(GpuAggregator, MemoryIsBoundedByDistinctNamesNotLaunches) {
+  AggregatorLimits limits;
+  limits.window_records = 4096;
+  GpuAggregator agg(limits);
+  const std::string names[] = {"volta_sgemm_64x64_nt", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"};
+  std::size_t max_held = 0;
+  for (std::int64_t i = 0; i < 1'000'000; ++i) {
+    KernelRecord k;
+    k.name = names[i % 10];
+    k.start_ns = i * 100;
+    k.end_ns = i * 100 + 50;
+    k.correlation_id = static_cast<std::uint64_t>(i + 1);
+    agg.add(k);
+    max_held = std::max(max_held, agg.held_records());
+  }
+  const GpuAggregate a = agg.snapshot();
+  EXPECT_EQ(a.kernels.size(), 10u);
+  EXPECT_LE(max_held, 4096u);
+  EXPECT_EQ(a.records, 1'000'000);
+  EXPECT_EQ(a.timelines.at(0).busy_ns, 1'000'000LL * 50);
+  EXPECT_EQ(a.late_records, 0);
+}
+
+TEST(GpuAggregator, HostRecordsAreBoundedWithoutFlushes) {
+  AggregatorLimits limits;
+  limits.host_records = 1000;
+  GpuAggregator agg(limits);
+  for (int i = 0; i < 100'000; ++i) agg.add(test::call("cudaLaunchKernel", i, i + 1, static_cast<std::uint64_t>(i + 1)));
+  EXPECT_LE(agg.held_records(), 1000u);
+  EXPECT_EQ(agg.snapshot().runtime_calls.at(0).count, 100'000);
+}
+
+TEST(GpuAggregator, KernelNamesPastTheLimitFoldIntoOneRowPerKind) {
+  AggregatorLimits limits;
+  limits.kernel_names = 2;
+  GpuAggregator agg(limits);
+  for (const char* n : {"a", "b", "c", test::kXmmaBf16, "d"}) agg.add(test::kernel(n, 0, 20, 0));
+  const GpuAggregate a = agg.snapshot();
+  EXPECT_EQ(a.folded_kernel_names, 3);
+  ASSERT_EQ(a.kernels.size(), 4u);  // a, b, folded CUDA-core row, folded Tensor Core row
+  EXPECT_EQ(kernel_named(a, "(more kernel names)").count, 2);
+  EXPECT_TRUE(kernel_named(a, "(more kernel names: tensor core)").kind.tensor_core);
+}
+
+TEST(GpuAggregator, NoGpuActivityIsSaid) {
+  GpuActivity act;
+  act.annotations = {test::annotation("ProfilerStep#1", 0, 100)};
+  const GpuAggregate a = aggregate(act);
+  EXPECT_FALSE(a.has_gpu_activity());
+  EXPECT_TRUE(a.timelines.empty());
+}
+
+}  // namespace
+}  // namespace fathom

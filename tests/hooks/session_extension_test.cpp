@@ -1,0 +1,57 @@
+#include <fathom/fathom.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "session_fixture.h"
+#include "session_state.h"
+
+namespace fathom {
+namespace {
+
+using test::SessionTest;
+
+class Recording : public detail::SessionExtension {
+ public:
+  explicit Recording(std::vector<std::string>* log) : log_(log) {}
+  void on_epoch_begin(std::int64_t e) noexcept override { log_->push_back("epoch " + std::to_string(e)); }
+  void on_step_begin(std::int64_t s) noexcept override { log_->push_back("step " + std::to_string(s)); }
+  void on_phase_begin(Phase p) noexcept override { log_->push_back(std::string(phase_name(p))); }
+  void on_phase_end(Phase p, bool aborted) noexcept override {
+    log_->push_back("/" + std::string(phase_name(p)) + (aborted ? "!" : ""));
+  }
+  void on_step_end(std::int64_t, bool failed) noexcept override { log_->push_back(failed ? "/step!" : "/step"); }
+  void on_epoch_end(EpochSummary& e, Environment& env) noexcept override {
+    log_->push_back("/epoch");
+    e.findings.push_back(Finding{"test.extension", Severity::Info, "added by an extension"});
+    env.not_measured.push_back({"test", "extension"});
+  }
+
+ private:
+  std::vector<std::string>* log_;
+};
+
+TEST_F(SessionTest, ExtensionsSeeTheLifecycleAndAddToTheReport) {
+  Session session(Options().report_dir(dir()).print_report(false));
+  std::vector<std::string> log;
+  session.internal_state()->add_extension(std::make_unique<Recording>(&log));
+  try {
+    auto e = session.epoch();
+    auto step = e.step(1);
+    { auto f = step.forward(); }
+    auto b = step.backward();
+    throw std::runtime_error("x");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"epoch 0", "step 0", "forward", "/forward", "backward",
+                                            "/backward!", "/step!", "/epoch"}));
+  ASSERT_EQ(session.report().epochs.size(), 1u);
+  EXPECT_EQ(session.report().epochs[0].findings.back().id, "test.extension");
+  EXPECT_EQ(session.report().environment.not_measured.back().why, "extension");
+  EXPECT_NE(session.internal_state()->extension<Recording>(), nullptr);
+}
+
+}  // namespace
+}  // namespace fathom
