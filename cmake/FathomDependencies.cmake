@@ -29,6 +29,10 @@ if(NOT nlohmann_json_FOUND)
   install(TARGETS fathom_json_header_only EXPORT fathomTargets)
 endif()
 
+# zlib reads and writes gzip traces and replay files (.json.gz, .jsonl.gz); without it fathom
+# reads and writes plain files only, and says so when given a .gz.
+find_package(ZLIB QUIET)
+
 # NVTX3 is header-only and ships with the CUDA toolkit; CUPTI comes with the toolkit as well.
 find_package(CUDAToolkit QUIET)
 find_path(FATHOM_NVTX3_INCLUDE nvtx3/nvToolsExt.h

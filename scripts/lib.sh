@@ -11,7 +11,9 @@ need_apt=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 ensure_system_packages() {
   local pkgs=(build-essential cmake ninja-build ccache libfmt-dev nlohmann-json3-dev libgtest-dev
-              libgmock-dev libcli11-dev libbenchmark-dev zlib1g-dev python3-venv)
+              libgmock-dev libcli11-dev libbenchmark-dev zlib1g-dev python3-venv
+              chromium  # chromium: the HTML report's headless render test
+              libgloo-dev)  # gloo headers for examples/distributed (docs/distributed.md)
   for p in "${pkgs[@]}"; do have_pkg "$p" || need_apt+=("$p"); done
   if ((${#need_apt[@]})); then
     log "installing Debian packages: ${need_apt[*]}"
@@ -58,8 +60,31 @@ configure_and_build() {
   cmake --build "$BUILD" --parallel "$(nproc)"
 }
 
+# fathom's Python package (python/), built by scikit-build-core against the .venv's torch into
+# $BUILD/python and installed into the .venv. Skipped while nothing it is built from changed.
+ensure_python_package() {
+  local stamp="$BUILD/python/.installed"
+  if [[ -f "$stamp" ]] && "$VENV/bin/python" -c 'import fathom' 2>/dev/null &&
+     [[ -z "$(find "$ROOT/python" "$ROOT/plugin" "$ROOT/hooks" "$ROOT/cmake" "$ROOT/CMakeLists.txt" \
+              "$VENV"/lib/python3*/site-packages/torch/version.py -newer "$stamp" \
+              -not -path "$ROOT/python/tests/*" -not -name '*.pyc' -print -quit 2>/dev/null)" ]]; then
+    return
+  fi
+  if ! "$VENV/bin/python" -c 'import scikit_build_core, pytest' 2>/dev/null; then
+    log "installing scikit-build-core and pytest into $VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check scikit-build-core pytest
+  fi
+  log "building and installing the Python package (python/) into $VENV"
+  mkdir -p "$BUILD/python"
+  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/pip" install -q --disable-pip-version-check \
+    --no-build-isolation --no-deps -C build-dir="$BUILD/python" \
+    -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache "$ROOT/python"
+  touch "$stamp"
+}
+
 setup_all() {
   ensure_system_packages
   ensure_venv
   configure_and_build "$@"
+  ensure_python_package
 }

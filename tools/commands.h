@@ -13,6 +13,9 @@ using Run = std::function<int()>;
 
 // Adds the subcommand to app and returns what runs it when it was chosen.
 Run add_report_command(CLI::App& app);
+Run add_doctor_command(CLI::App& app);
+Run add_diff_command(CLI::App& app);
+Run add_analyze_command(CLI::App& app);
 
 std::string read_whole_file(const std::string& path);  // throws fathom::Error naming the path
 

@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, fathom::cli::Run>> commands;
   auto add = [&](fathom::cli::Run run) { commands.emplace_back(app.get_subcommands({}).back(), std::move(run)); };
   add(fathom::cli::add_report_command(app));
+  add(fathom::cli::add_doctor_command(app));
+  add(fathom::cli::add_diff_command(app));
+  add(fathom::cli::add_analyze_command(app));
 
   CLI11_PARSE(app, argc, argv);
   try {

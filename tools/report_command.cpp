@@ -1,10 +1,10 @@
 // fathom report FILE.json: prints a JSON report written by a session (terminal, or JSON again),
 // or writes it as a self-contained HTML page (--html OUT).
-#include <iostream>
-#include <memory>
-
 #include <fathom/atomic_file.h>
 #include <fathom/report_writers.h>
+
+#include <iostream>
+#include <memory>
 
 #include "commands.h"
 
@@ -46,11 +46,13 @@ int run_report(const ReportArgs& a) {
 
 Run add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
-  auto* cmd = app.add_subcommand("report", "Print a JSON report written by a fathom session, or write it as HTML");
+  auto* cmd = app.add_subcommand(
+      "report", "Print a JSON report written by a fathom session, or write it as HTML");
   cmd->add_option("file", args->path, "the report (.json)")->required();
   cmd->add_option("--epoch", args->epoch, "only this epoch (default: every epoch)");
   auto* json = cmd->add_flag("--json", args->json, "print the report as JSON again (validates it)");
-  cmd->add_option("--html", args->html, "write a self-contained HTML report (charts, no network) to this file")
+  cmd->add_option("--html", args->html,
+                  "write a self-contained HTML report (charts, no network) to this file")
       ->excludes(json);
   return [args] { return run_report(*args); };
 }

@@ -1,14 +1,12 @@
 #include "cupti_extension.h"
 
-#include <torch/csrc/profiler/orchestration/observer.h>
-
 #include <ATen/cuda/CUDAContext.h>
+#include <fathom/clock.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <exception>
 #include <iostream>
 #include <string>
-
-#include <fathom/clock.h>
 
 namespace fathom::detail {
 
@@ -21,18 +19,20 @@ bool kineto_profiling() noexcept {
   }
 }
 
-CuptiExtension::CuptiExtension(const Options& options, std::optional<DeviceProperties> device, Environment& env,
-                               Starter start)
+CuptiExtension::CuptiExtension(const Options& options, std::optional<DeviceProperties> device,
+                               Environment& env, Starter start)
     : aggregator_(std::make_unique<GpuAggregator>()), device_(std::move(device)) {
   if (kineto_profiling()) {
-    collector_ = CuptiCollector::busy("torch.profiler (Kineto) is profiling and holds CUPTI: fathom leaves it alone");
+    collector_ = CuptiCollector::busy(
+        "torch.profiler (Kineto) is profiling and holds CUPTI: fathom leaves it alone");
     report_changes(env);
     return;
   }
   auto sink = [this](GpuActivity&& batch) { take(std::move(batch)); };
   collector_ = start ? start(sink) : CuptiCollector::start(sink);
   if (!collector_) collector_ = CuptiCollector::unavailable("the collector could not be created");
-  if (collector_->collecting()) ops_ = std::make_unique<OpCorrelation>(*collector_, options.record_shapes());
+  if (collector_->collecting())
+    ops_ = std::make_unique<OpCorrelation>(*collector_, options.record_shapes());
   report_changes(env);
 }
 
@@ -45,7 +45,8 @@ void CuptiExtension::take(GpuActivity&& batch) noexcept {
   if (aggregator_) aggregator_->add(batch);
 }
 
-void CuptiExtension::annotate(const char* name, std::int64_t begin_ns, std::int64_t end_ns) noexcept {
+void CuptiExtension::annotate(const char* name, std::int64_t begin_ns,
+                              std::int64_t end_ns) noexcept {
   if (!aggregator_ || !collecting()) return;
   try {
     aggregator_->add(AnnotationRecord{name, 0, begin_ns, end_ns});
@@ -92,8 +93,9 @@ void CuptiExtension::on_step_end(std::int64_t step, bool) noexcept {
   if (kineto_profiling()) {
     ops_.reset();
     try {
-      collector_->yield("torch.profiler (Kineto) started profiling during epoch " + std::to_string(epoch_) +
-                        ", step " + std::to_string(step) + " and took CUPTI");
+      collector_->yield("torch.profiler (Kineto) started profiling during epoch " +
+                        std::to_string(epoch_) + ", step " + std::to_string(step) +
+                        " and took CUPTI");
     } catch (...) {
     }
     return;
@@ -103,7 +105,7 @@ void CuptiExtension::on_step_end(std::int64_t step, bool) noexcept {
   if (aggregator_) aggregator_->flush();
 }
 
-void CuptiExtension::on_epoch_end(EpochSummary&, Environment& env) noexcept {
+void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) noexcept {
   // The session waited for the epoch's device work (DeviceMeter::drain) before this call, so a
   // forced flush returns every record of the epoch.
   if (collector_) collector_->flush(/*force=*/true);
@@ -115,11 +117,11 @@ void CuptiExtension::on_epoch_end(EpochSummary&, Environment& env) noexcept {
     GpuSummaryOptions o;
     o.source = "cupti";
     GpuSummary s = summarize_gpu(a, o);
-    // Seam: the report model (EpochSummary) has no GPU section yet; the summary waits here
-    // until it does.
-    last_summary_ = std::move(s);
+    last_summary_ = s;
+    epoch.gpu = std::move(s);
   } catch (const std::exception& e) {
-    std::cerr << "fathom: GPU activity of epoch " << epoch_ << " could not be summarized: " << e.what() << "\n";
+    std::cerr << "fathom: GPU activity of epoch " << epoch_
+              << " could not be summarized: " << e.what() << "\n";
   }
   try {
     aggregator_ = std::make_unique<GpuAggregator>();
@@ -135,7 +137,8 @@ void CuptiExtension::report_changes(Environment& env) noexcept {
     const std::vector<Unmeasured> notes = collector_->not_measured();
     for (std::size_t i = notes_reported_; i < notes.size(); ++i) {
       Unmeasured u = notes[i];
-      if (began_) u.why += " (from epoch " + std::to_string(epoch_) + ", step " + std::to_string(step_) + ")";
+      if (began_)
+        u.why += " (from epoch " + std::to_string(epoch_) + ", step " + std::to_string(step_) + ")";
       env.not_measured.push_back(std::move(u));
     }
     notes_reported_ = notes.size();
@@ -143,11 +146,13 @@ void CuptiExtension::report_changes(Environment& env) noexcept {
   }
 }
 
-std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options, std::optional<c10::Device> device,
+std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options,
+                                                       std::optional<c10::Device> device,
                                                        Environment& env) {
   if (!device || !device->is_cuda()) return nullptr;
   if (!options.cupti()) {
-    env.not_measured.push_back({kCuptiMeasurements, "turned off (Options::cupti(false) or FATHOM_CUPTI=off)"});
+    env.not_measured.push_back(
+        {kCuptiMeasurements, "turned off (Options::cupti(false) or FATHOM_CUPTI=off)"});
     return nullptr;
   }
   std::optional<DeviceProperties> props;

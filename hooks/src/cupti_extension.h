@@ -4,18 +4,17 @@
 // correlation), flushes at step ends without waiting and at the epoch end completely, and feeds
 // the batches to a GpuAggregator whose GPU summary is built at each epoch end. When CUPTI is
 // absent, busy with another tool or fails, the report says why and the phases are still timed.
+#include <c10/core/Device.h>
+#include <fathom/cupti_collector.h>
+#include <fathom/gpu_aggregator.h>
+#include <fathom/gpu_summary.h>
+#include <fathom/options.h>
+
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
-
-#include <c10/core/Device.h>
-
-#include <fathom/cupti_collector.h>
-#include <fathom/gpu_aggregator.h>
-#include <fathom/gpu_summary.h>
-#include <fathom/options.h>
 
 #include "op_correlation.h"
 #include "session_extension.h"
@@ -37,7 +36,7 @@ class CuptiExtension final : public SessionExtension {
   void on_phase_begin(Phase phase) noexcept override;
   void on_phase_end(Phase phase, bool aborted) noexcept override;
   void on_step_end(std::int64_t step, bool failed) noexcept override;
-  void on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept override;
+  void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
 
   bool collecting() const noexcept { return collector_ && collector_->collecting(); }
   // The GPU section of the last finished epoch (the report model has no place for it yet).
@@ -65,7 +64,8 @@ class CuptiExtension final : public SessionExtension {
 
 // The extension a session adds, or nullptr when there is nothing to collect (no CUDA device:
 // device_info already says so; CUPTI turned off: says so in env).
-std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options, std::optional<c10::Device> device,
+std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options,
+                                                       std::optional<c10::Device> device,
                                                        Environment& env);
 
 // True while torch.profiler (Kineto) is profiling in this process: it owns CUPTI then.

@@ -8,6 +8,8 @@
 
 #include <fathom/host_info.h>
 
+#include <cstdio>
+
 namespace fathom::detail {
 
 DeviceInfo probe_device() {
@@ -26,6 +28,7 @@ DeviceInfo probe_device() {
         {"device time per phase", why},
         {"device memory per phase (caching allocator)", why},
         {"GPU kernels, transfers and Tensor Core use (CUPTI)", why},
+        {"device telemetry (NVML: utilization, power, clocks, PCIe link)", why},
     };
     return info;
   }
@@ -33,7 +36,14 @@ DeviceInfo probe_device() {
   info.device = current;
   info.label = current.str();
   try {
-    info.name = at::cuda::getDeviceProperties(current.index())->name;
+    const cudaDeviceProp* prop = at::cuda::getDeviceProperties(current.index());
+    info.name = prop->name;
+    // NVML names devices by PCI bus id: CUDA and NVML number them differently under
+    // CUDA_VISIBLE_DEVICES.
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "%08x:%02x:%02x.0", prop->pciDomainID, prop->pciBusID,
+                  prop->pciDeviceID);
+    info.pci_bus_id = bus;
     info.memory_bytes = static_cast<std::int64_t>(
         c10::getDeviceAllocator(c10::DeviceType::CUDA)->getMemoryInfo(current.index()).second);
   } catch (const std::exception& e) {

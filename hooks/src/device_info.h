@@ -15,6 +15,7 @@ struct DeviceInfo {
   std::string label;                   // "cuda:0" or "cpu"
   std::string name;
   std::optional<std::int64_t> memory_bytes;
+  std::string pci_bus_id;  // "00000000:3B:00.0", NVML's form; empty on CPU
   std::vector<Unmeasured> not_measured;
 };
 

@@ -1,12 +1,11 @@
 #include "op_correlation.h"
 
 #include <ATen/record_function.h>
+#include <fathom/clock.h>
+#include <fathom/tensor_core_ops.h>
 
 #include <atomic>
 #include <memory>
-
-#include <fathom/clock.h>
-#include <fathom/tensor_core_ops.h>
 
 namespace fathom::detail {
 namespace {
@@ -26,7 +25,8 @@ void record_inputs(const at::RecordFunction& fn, OpRecord& op) {
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) continue;
     op.input_shapes.emplace_back(t.sizes().begin(), t.sizes().end());
-    op.input_dtypes.emplace_back(t.dtype().name());  // "float", "c10::BFloat16": as Kineto names them
+    op.input_dtypes.emplace_back(
+        t.dtype().name());  // "float", "c10::BFloat16": as Kineto names them
   }
 }
 
@@ -55,7 +55,8 @@ void on_end(const at::RecordFunction&, at::ObserverContext* c) {
   if (!ctx) return;
   ctx->op.end_ns = now_ns();
   if (ctx->pushed) pop_external_id(ExternalIdKind::Op);
-  if (CuptiCollector* collector = g_collector.load(std::memory_order_acquire)) collector->add_op(std::move(ctx->op));
+  if (CuptiCollector* collector = g_collector.load(std::memory_order_acquire))
+    collector->add_op(std::move(ctx->op));
 }
 
 }  // namespace
@@ -63,7 +64,8 @@ void on_end(const at::RecordFunction&, at::ObserverContext* c) {
 OpCorrelation::OpCorrelation(CuptiCollector& collector, bool record_shapes) {
   g_collector.store(&collector, std::memory_order_release);
   at::RecordFunctionCallback cb(record_shapes ? &on_start<true> : &on_start<false>, &on_end);
-  cb.needsInputs(record_shapes).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+  cb.needsInputs(record_shapes)
+      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
   handle_ = at::addGlobalCallback(cb);
 }
 

@@ -4,9 +4,9 @@
 // fresh external id to CUPTI and hands the op (name, sequence number, times and, with
 // record_shapes, input shapes and types) to the collector under that id. Other ops cost one name
 // check. Owned registration: the callback is removed when this object dies.
-#include <cstdint>
-
 #include <fathom/cupti_collector.h>
+
+#include <cstdint>
 
 namespace fathom::detail {
 

@@ -1,14 +1,16 @@
 #include <fathom/sequential.h>
 
+#include "chain_runner.h"
+
 namespace fathom {
 
 at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input) {
-  at::Tensor x = input;
-  for (auto& item : *seq) {
-    ModuleScope range(*item.ptr());
-    x = item.forward(x);
-  }
-  return x;
+  return detail::run_sequential(seq, input, nullptr);
+}
+
+at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input,
+                   const std::vector<CheckpointSegment>& checkpointed) {
+  return detail::run_sequential(seq, input, &checkpointed);
 }
 
 }  // namespace fathom

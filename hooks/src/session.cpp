@@ -13,9 +13,14 @@
 #include <fathom/error.h>
 #include <fathom/host_info.h>
 
+#include "amp_extension.h"
+#include "checkpoint_extension.h"
 #include "cupti_extension.h"
 #include "device_info.h"
+#include "distributed_extension.h"
+#include "footprint_extension.h"
 #include "session_state.h"
+#include "telemetry_extension.h"
 
 namespace fathom {
 
@@ -135,7 +140,19 @@ Session::Session(Options options) {
   env.not_measured = device.not_measured;
   // Extensions: each feature adds itself here, in the order its callbacks should run
   // (see session_extension.h).
-  if (auto cupti = detail::make_cupti_extension(resolved, device.device, env)) state_->add_extension(std::move(cupti));
+  // The footprint comes first: the AMP and checkpoint extensions complete it.
+  state_->add_extension(std::make_unique<detail::FootprintExtension>());
+  if (device.device) {
+    if (auto nvml = detail::make_telemetry_extension(device.pci_bus_id, env))
+      state_->add_extension(std::move(nvml));
+  }
+  if (auto cupti = detail::make_cupti_extension(resolved, device.device, env))
+    state_->add_extension(std::move(cupti));
+  state_->add_extension(std::make_unique<detail::AmpExtension>(resolved.mode(), device.device));
+  state_->add_extension(std::make_unique<detail::CheckpointExtension>(resolved, device.device,
+                                                                      env.device_memory_bytes));
+  if (auto distributed = detail::make_distributed_extension(*state_))
+    state_->add_extension(std::move(distributed));
   SessionState::active.store(state_.get(), std::memory_order_relaxed);
 }
 
@@ -176,6 +193,15 @@ void Session::watch(const torch::nn::Module& model) {
   for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
     state_->watch_module(item.value().get(), item.key() + " (" + short_type(item.value()->name()) + ")");
   }
+  if (auto* checkpointing = state_->extension<detail::CheckpointExtension>())
+    checkpointing->watch(model);
+  if (auto* footprint = state_->extension<detail::FootprintExtension>())
+    footprint->watch(model.parameters());
+}
+
+void Session::watch(const torch::optim::Optimizer& optimizer) {
+  if (!state_) return;
+  if (auto* footprint = state_->extension<detail::FootprintExtension>()) footprint->watch(optimizer);
 }
 
 }  // namespace fathom

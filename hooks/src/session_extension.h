@@ -21,8 +21,11 @@ class SessionExtension {
   virtual void on_phase_begin(Phase /*phase*/) noexcept {}
   virtual void on_phase_end(Phase /*phase*/, bool /*aborted*/) noexcept {}
   virtual void on_step_end(std::int64_t /*step*/, bool /*failed*/) noexcept {}
-  // Adds what the feature measured or did to the epoch (sections, findings, not-measured
-  // entries) after the advisor ran and before the report is written.
+  // Adds what the feature measured to the epoch (sections such as the GPU summary,
+  // not-measured entries) before the advisor reads it.
+  virtual void on_epoch_measured(EpochSummary& /*epoch*/, Environment& /*environment*/) noexcept {}
+  // Adds what the feature did (its own findings, `applied` flags on the advisor's findings)
+  // after the advisor ran and before the report is written.
   virtual void on_epoch_end(EpochSummary& /*epoch*/, Environment& /*environment*/) noexcept {}
 };
 

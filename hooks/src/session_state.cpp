@@ -49,6 +49,12 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device)
   for (Phase p : kAllPhases) phase_names_[static_cast<std::size_t>(p)] = nvtx::register_name(phase_name(p));
 }
 
+void SessionState::set_rank(const RankInfo& rank) {
+  rank_ = rank;
+  rank_range_suffix_ = rank_range_suffix(rank);
+  report_path_ = options_.report_dir() + "/" + report_.run_name + rank_file_suffix(rank) + ".json";
+}
+
 SessionState::~SessionState() {
   SessionState* self = this;
   active.compare_exchange_strong(self, nullptr);
@@ -62,7 +68,7 @@ void SessionState::begin_epoch() noexcept {
   epoch_.emplace(epoch_index_, now);
   data_gap_begin_ns_ = now;
   if (phase_ranges()) {
-    std::string label = "epoch " + std::to_string(epoch_index_);
+    std::string label = "epoch " + std::to_string(epoch_index_) + rank_range_suffix_;
     nvtx::push(nvtx::Kind::Epoch, label.c_str());
     data_gap_range_ = nvtx::start(nvtx::Kind::Phase, data_gap_name_, kPhaseColors[0]);
   }
@@ -79,8 +85,14 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     device_.drain(/*wait=*/true, [&](const PhaseRecord& r) { epoch_->add(r); });
     if (auto peak = peak_rss_bytes()) epoch_->set_peak_rss(*peak);
     EpochSummary summary = epoch_->finish(now_ns(), by_exception);
+    for (auto& e : extensions_) e->on_epoch_measured(summary, report_.environment);
     if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, report_.environment);
     for (auto& e : extensions_) e->on_epoch_end(summary, report_.environment);
+    // Findings also land on the timeline, at the epoch's end, where Nsight Systems shows them.
+    if (phase_ranges()) {
+      for (const Finding& f : summary.findings)
+        nvtx::mark(nvtx::Kind::Finding, ("fathom: " + f.title).c_str());
+    }
     report_.epochs.push_back(std::move(summary));
   } catch (const std::exception& e) {
     std::cerr << "fathom: epoch " << epoch_index_ << " could not be summarized: " << e.what() << "\n";
@@ -93,6 +105,9 @@ void SessionState::end_epoch(bool by_exception) noexcept {
 void SessionState::write_report() noexcept {
   try {
     write_file_atomically(report_path_, format_json_report(report_));
+    // The self-contained HTML page beside it, for people (the JSON is for tools).
+    const std::string html = report_path_.substr(0, report_path_.size() - 5) + ".html";
+    write_file_atomically(html, format_html_report(report_));
   } catch (const std::exception& e) {
     // The folder was checked at session start; if it went away since, say so and go on
     // training: a lost report must never stop the run.
@@ -125,7 +140,7 @@ void SessionState::begin_step() noexcept {
   gap.inferred = true;
   epoch_->add(gap);
   if (phase_ranges()) {
-    std::string label = "step " + std::to_string(step_index_);
+    std::string label = "step " + std::to_string(step_index_) + rank_range_suffix_;
     nvtx::push(nvtx::Kind::Step, label.c_str());
   }
   for (auto& e : extensions_) e->on_step_begin(step_index_);

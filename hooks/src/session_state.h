@@ -11,6 +11,7 @@
 #include <fathom/epoch_accumulator.h>
 #include <fathom/nvtx.h>
 #include <fathom/options.h>
+#include <fathom/rank_info.h>
 #include <fathom/report.h>
 
 #include "device_meter.h"
@@ -48,6 +49,11 @@ class SessionState {
     return nullptr;
   }
 
+  // Distributed jobs (distributed.cpp): the rank goes into the report file name and the NVTX
+  // epoch and step labels. Set before the first epoch.
+  void set_rank(const RankInfo& rank);
+  const RankInfo& rank() const noexcept { return rank_; }
+
   RunReport& report() noexcept { return report_; }
   const std::string& report_path() const noexcept { return report_path_; }
   std::int64_t step_index() const noexcept { return step_index_; }
@@ -61,6 +67,8 @@ class SessionState {
   Options options_;
   RunReport report_;
   std::string report_path_;
+  RankInfo rank_;
+  std::string rank_range_suffix_;  // " [rank 3]" in a distributed job
   DeviceMeter device_;
   std::unique_ptr<OpRanges> op_ranges_;
   std::vector<std::unique_ptr<SessionExtension>> extensions_;

@@ -1,4 +1,5 @@
 #include <fathom/advisor.h>
+#include <fathom/gpu_summary.h>
 
 #include <algorithm>
 
@@ -9,23 +10,30 @@ namespace advice {
 
 std::optional<MemoryShare> device_memory_share(const EpochSummary& e, const Environment& env) {
   if (e.device_memory && env.device_memory_bytes && *env.device_memory_bytes > 0) {
-    return MemoryShare{static_cast<double>(e.device_memory->peak_reserved_bytes) / *env.device_memory_bytes,
-                       e.device_memory->peak_reserved_bytes, *env.device_memory_bytes,
-                       "caching allocator peak reserved"};
+    return MemoryShare{
+        static_cast<double>(e.device_memory->peak_reserved_bytes) / *env.device_memory_bytes,
+        e.device_memory->peak_reserved_bytes, *env.device_memory_bytes,
+        "caching allocator peak reserved"};
   }
   if (e.telemetry && e.telemetry->memory_used_bytes_max && e.telemetry->memory_total_bytes &&
       *e.telemetry->memory_total_bytes > 0) {
-    return MemoryShare{static_cast<double>(*e.telemetry->memory_used_bytes_max) /
-                           *e.telemetry->memory_total_bytes,
-                       *e.telemetry->memory_used_bytes_max, *e.telemetry->memory_total_bytes,
-                       "NVML peak memory used"};
+    return MemoryShare{
+        static_cast<double>(*e.telemetry->memory_used_bytes_max) / *e.telemetry->memory_total_bytes,
+        *e.telemetry->memory_used_bytes_max, *e.telemetry->memory_total_bytes,
+        "NVML peak memory used"};
   }
   return std::nullopt;
 }
 
 std::optional<BusyShare> gpu_busy_share(const EpochSummary& e) {
+  // The timeline (kernel intervals over the steps) is the finer measure; NVML's utilization
+  // counts a sample period busy when any kernel ran in it.
+  if (e.gpu) {
+    if (auto busy = timeline_busy_share(*e.gpu)) return busy;
+  }
   if (e.telemetry && e.telemetry->gpu_utilization_pct_mean && e.telemetry->samples > 0)
-    return BusyShare{*e.telemetry->gpu_utilization_pct_mean / 100.0, "NVML utilization, mean of samples"};
+    return BusyShare{*e.telemetry->gpu_utilization_pct_mean / 100.0,
+                     "NVML utilization, mean of samples"};
   return std::nullopt;
 }
 
@@ -41,6 +49,7 @@ std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env) {
   std::vector<Finding> out;
   advice::data_wait(epoch, out);
   advice::host_copies(epoch, out);
+  if (epoch.gpu) advice::gpu_rules(epoch, *epoch.gpu, out);
   advice::memory_near_capacity(epoch, env, out);
   advice::hardware_fit_rule(epoch, env, out);
   advice::batch_headroom(epoch, env, out);

@@ -24,7 +24,8 @@ void link_degraded(const EpochSummary& e, std::vector<Finding>& out) {
   const auto now = pcie_peak_bytes_per_s(*l.gen, *l.width);
   const auto best = pcie_peak_bytes_per_s(*l.max_gen, *l.max_width);
   if (now && best) {
-    f.evidence.push_back({"peak bandwidth", fmt::format("{} of {} per direction", gbps(*now), gbps(*best))});
+    f.evidence.push_back(
+        {"peak bandwidth", fmt::format("{} of {} per direction", gbps(*now), gbps(*best))});
     f.estimated_gain = fmt::format("host-device copies up to {:.1f}x faster", *best / *now);
   } else {
     f.estimated_gain = "faster host-device copies";
@@ -61,10 +62,11 @@ void clocks_throttled(const EpochSummary& e, std::vector<Finding>& out) {
                            "The GPU lowered its clocks for power or temperature");
   f.evidence = {{"reasons (share of samples)", reasons}};
   if (t.sm_clock_mhz_mean && t.sm_clock_mhz_max)
-    f.evidence.push_back({"SM clock", fmt::format("{:.0f} MHz mean of {:.0f} MHz max", *t.sm_clock_mhz_mean,
-                                                  *t.sm_clock_mhz_max)});
+    f.evidence.push_back({"SM clock", fmt::format("{:.0f} MHz mean of {:.0f} MHz max",
+                                                  *t.sm_clock_mhz_mean, *t.sm_clock_mhz_max)});
   if (t.power_w_mean && t.power_limit_w)
-    f.evidence.push_back({"power", fmt::format("{:.0f} W mean, limit {:.0f} W", *t.power_w_mean, *t.power_limit_w)});
+    f.evidence.push_back(
+        {"power", fmt::format("{:.0f} W mean, limit {:.0f} W", *t.power_w_mean, *t.power_limit_w)});
   f.why = "Lower clocks make every kernel slower; the cause is outside the training code.";
   if (t.sm_clock_mhz_mean && t.sm_clock_mhz_max && *t.sm_clock_mhz_max > 0) {
     const double lost = 1.0 - *t.sm_clock_mhz_mean / *t.sm_clock_mhz_max;

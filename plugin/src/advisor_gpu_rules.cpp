@@ -50,9 +50,10 @@ void mixed_precision(const EpochSummary& e, const GpuSummary& g, std::vector<Fin
   // With ops recorded, a low share alone is not enough: the model may have no GEMM to speak of.
   if (!(eligible_fp32 || (low_share && !tc.ops_recorded))) return;
   const bool already_amp = e.footprint && e.footprint->mixed_precision;
-  Finding f = make_finding(finding_id::kMixedPrecision, Severity::Warning,
-                           already_amp ? "Tensor-Core-eligible work still runs in FP32 under autocast"
-                                       : "Matrix work runs on CUDA cores, not Tensor Cores");
+  Finding f =
+      make_finding(finding_id::kMixedPrecision, Severity::Warning,
+                   already_amp ? "Tensor-Core-eligible work still runs in FP32 under autocast"
+                               : "Matrix work runs on CUDA cores, not Tensor Cores");
   f.evidence.push_back({"Tensor Core share of kernel time", tc.share ? percent(*tc.share) : "-"});
   if (tc.ops_recorded) {
     f.evidence.push_back({"eligible ops only on CUDA cores",
@@ -64,21 +65,22 @@ void mixed_precision(const EpochSummary& e, const GpuSummary& g, std::vector<Fin
                                                    op.dtypes, ms(op.cuda_core_ns))});
     }
     if (!tc.misaligned.empty())
-      f.evidence.push_back({"dims not multiples of 8",
-                            fmt::format("{} {} ({})", tc.misaligned.front().op,
-                                        tc.misaligned.front().shapes, tc.misaligned.front().misaligned)});
+      f.evidence.push_back(
+          {"dims not multiples of 8",
+           fmt::format("{} {} ({})", tc.misaligned.front().op, tc.misaligned.front().shapes,
+                       tc.misaligned.front().misaligned)});
   }
   if (major > 0) f.evidence.push_back({"compute capability", fmt::format("{}.x", major)});
   f.why =
       "Tensor Cores run FP16 / BF16 (and TF32) matrix math several times faster than CUDA cores "
       "run FP32; autocast moves GEMMs and convolutions onto them.";
   const std::int64_t window = g.timeline.window_ns;
-  const std::int64_t on_cuda = tc.ops_recorded ? tc.eligible_cuda_core_ns : tc.kernel_ns - tc.tensor_core_ns;
+  const std::int64_t on_cuda =
+      tc.ops_recorded ? tc.eligible_cuda_core_ns : tc.kernel_ns - tc.tensor_core_ns;
   if (window > 0) {
     f.gain_fraction = std::min(1.0, share_of(on_cuda, window));
     f.estimated_gain = fmt::format(
-        "most of {} of step time (the matrix work on CUDA cores; Tensor Cores run it several "
-        "times faster)",
+        "most of {} of step time (FP32 matrix work that Tensor Cores run several times faster)",
         percent(*f.gain_fraction));
   } else {
     f.estimated_gain = fmt::format("most of {} of CUDA-core kernel time", ms(on_cuda));
@@ -101,23 +103,27 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
   const TransferResult& t = g.transfers;
   // Bandwidth far below the link's peak, for copies large enough to measure it.
   for (const TransferDirection& d : t.directions) {
-    if (d.direction != MemcpyKind::HostToDevice && d.direction != MemcpyKind::DeviceToHost) continue;
+    if (d.direction != MemcpyKind::HostToDevice && d.direction != MemcpyKind::DeviceToHost)
+      continue;
     if (!d.share_of_peak || !d.gb_per_s || d.count == 0) continue;
     if (d.bytes / d.count < thresholds::kTransferMinBytesForBandwidth) continue;
     if (*d.share_of_peak >= thresholds::kTransferShareOfLinkPeak) continue;
     if (existing(out, finding_id::kTransferBelowLinkPeak)) break;
     Finding f = make_finding(finding_id::kTransferBelowLinkPeak, Severity::Warning,
                              "Copies reach a fraction of the link's bandwidth");
-    f.evidence = {{"direction", std::string(memcpy_kind_name(d.direction))},
-                  {"achieved", fmt::format("{:.2f} GB/s over {} copies, {}", *d.gb_per_s, d.count, mib(d.bytes))},
-                  {"link", t.link.description},
-                  {"share of peak", percent(*d.share_of_peak)},
-                  {"pageable copies", fmt::format("{} ({})", d.pageable_count, mib(d.pageable_bytes))}};
+    f.evidence = {
+        {"direction", std::string(memcpy_kind_name(d.direction))},
+        {"achieved",
+         fmt::format("{:.2f} GB/s over {} copies, {}", *d.gb_per_s, d.count, mib(d.bytes))},
+        {"link", t.link.description},
+        {"share of peak", percent(*d.share_of_peak)},
+        {"pageable copies", fmt::format("{} ({})", d.pageable_count, mib(d.pageable_bytes))}};
     f.why =
         "Pageable host memory goes through a staging buffer; otherwise the link itself may run "
         "slower than it should (a slot wired for fewer lanes or an older generation) or other "
         "traffic shares it.";
-    f.estimated_gain = fmt::format("copies up to {:.1f}x faster", 1.0 / std::max(*d.share_of_peak, 0.01));
+    f.estimated_gain =
+        fmt::format("copies up to {:.1f}x faster", 1.0 / std::max(*d.share_of_peak, 0.01));
     f.fix =
         "auto x = step.to_device(batch.data.pin_memory(), device, /*non_blocking=*/true);\n"
         "# then check the link under load, and prefer NVLink for GPU-to-GPU traffic:\n"
@@ -129,8 +135,9 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
   if (t.pageable_async_count >= thresholds::kPageableAsyncCopies) {
     Finding* f = existing(out, finding_id::kCopyPageable);
     if (!f) {
-      out.push_back(make_finding(finding_id::kCopyPageable, Severity::Warning,
-                                 "Asynchronous copies read pageable memory (they run synchronously)"));
+      out.push_back(
+          make_finding(finding_id::kCopyPageable, Severity::Warning,
+                       "Asynchronous copies read pageable memory (they run synchronously)"));
       f = &out.back();
       f->why =
           "cudaMemcpyAsync from pageable memory is staged through a pinned buffer and blocks the "
@@ -151,7 +158,8 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
       f = &out.back();
       f->why = "A synchronous copy blocks the host until it is done, so it cannot queue more work.";
       f->estimated_gain = "the host keeps queueing work during copies";
-      f->fix = "auto next = step.to_device(batch.data.pin_memory(), device, /*non_blocking=*/true);";
+      f->fix =
+          "auto next = step.to_device(batch.data.pin_memory(), device, /*non_blocking=*/true);";
     }
     f->evidence.push_back({fmt::format("synchronous host-to-device copies above {} (GPU records)",
                                        mib(thresholds::kSyncCopyBytes)),
@@ -160,12 +168,15 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
   // Copies that take a real share of the step and mostly do not overlap with kernels.
   if (t.share_of_window && *t.share_of_window > thresholds::kTransferShareOfStep &&
       t.overlap_share.value_or(0) < 0.5) {
-    Finding f = make_finding(finding_id::kTransferExposed, Severity::Warning,
-                             "Host-device copies take a share of the step and do not overlap compute");
+    Finding f =
+        make_finding(finding_id::kTransferExposed, Severity::Warning,
+                     "Host-device copies take a share of the step and do not overlap compute");
     f.evidence = {{"copy time share of the step", percent(*t.share_of_window)},
                   {"overlapped with kernels", t.overlap_share ? percent(*t.overlap_share) : "-"},
                   {"copies", fmt::format("{} ({})", t.count, mib(t.bytes))}};
-    f.why = "While a copy runs alone the GPU computes nothing; the next batch can travel during this one.";
+    f.why =
+        "While a copy runs alone the GPU computes nothing; the next batch can travel during this "
+        "one.";
     f.gain_fraction = *t.share_of_window * (1.0 - t.overlap_share.value_or(0));
     f.estimated_gain = fmt::format("up to {} of step time", percent(*f.gain_fraction));
     f.fix =
@@ -213,7 +224,8 @@ void launch_bound(const GpuSummary& g, std::vector<Finding>& out) {
   const TimelineResult& t = g.timeline;
   const auto busy = mean_busy_share(t);
   if (!t.tiny_count_share || !busy) return;
-  if (*t.tiny_count_share <= thresholds::kTinyKernelShare || *busy >= thresholds::kLaunchBoundBusyShare)
+  if (*t.tiny_count_share <= thresholds::kTinyKernelShare ||
+      *busy >= thresholds::kLaunchBoundBusyShare)
     return;
   std::int64_t late = 0;
   for (const DeviceTimeline& d : t.devices) late = std::max(late, d.idle.host_launch_ns);
@@ -225,12 +237,12 @@ void launch_bound(const GpuSummary& g, std::vector<Finding>& out) {
                 {fmt::format("shorter than {:.0f} us", thresholds::kTinyKernelNs / 1e3),
                  percent(*t.tiny_count_share)},
                 {"GPU busy", percent(*busy)}};
-  if (t.launches_recorded)
-    f.evidence.push_back({"GPU idle waiting for launches", ms(late)});
+  if (t.launches_recorded) f.evidence.push_back({"GPU idle waiting for launches", ms(late)});
   f.why =
       "Each launch costs the host a few microseconds; when kernels are shorter than that the GPU "
       "finishes them faster than the host can queue them.";
-  f.gain_fraction = std::min(1.0 - *busy, t.window_ns > 0 ? share_of(late, t.window_ns) : 1.0 - *busy);
+  f.gain_fraction =
+      std::min(1.0 - *busy, t.window_ns > 0 ? share_of(late, t.window_ns) : 1.0 - *busy);
   f.estimated_gain = fmt::format("up to {} of step time", percent(*f.gain_fraction));
   f.fix =
       "// capture the step once and replay it: one launch for all kernels\n"
@@ -247,25 +259,30 @@ void communication(const GpuSummary& g, std::vector<Finding>& out) {
   const TimelineResult& t = g.timeline;
   if (t.communication_kernels == 0 || !t.communication_share) return;
   std::int64_t comm = 0, overlap = 0;
-  for (const DeviceTimeline& d : t.devices) comm += d.communication_ns, overlap += d.communication_overlap_ns;
-  const std::optional<double> overlap_share =
-      comm > 0 ? std::optional<double>(share_of(overlap, comm)) : std::nullopt;
-  const bool large = *t.communication_share > thresholds::kCommunicationShareOfStep;
-  const bool exposed = overlap_share && *overlap_share < thresholds::kCommunicationOverlapLow &&
-                       *t.communication_share > thresholds::kCommunicationShareOfStep / 2;
+  for (const DeviceTimeline& d : t.devices)
+    comm += d.communication_ns, overlap += d.communication_overlap_ns;
+  const bool overlap_known = comm > 0;
+  const double overlap_share = overlap_known ? share_of(overlap, comm) : 0.0;
+  const double share = *t.communication_share;
+  const bool large = share > thresholds::kCommunicationShareOfStep;
+  const bool exposed = overlap_known && (overlap_share < thresholds::kCommunicationOverlapLow) &&
+                       (share > thresholds::kCommunicationShareOfStep / 2);
   if (!large && !exposed) return;
-  Finding f = make_finding(finding_id::kCommunication, large && exposed ? Severity::Critical : Severity::Warning,
+  Finding f = make_finding(finding_id::kCommunication,
+                           large && exposed ? Severity::Critical : Severity::Warning,
                            "Communication takes a large share of the step");
-  f.evidence = {{"communication share of the step", percent(*t.communication_share)},
-                {"overlapped with compute", overlap_share ? percent(*overlap_share) : "-"},
-                {"NCCL kernels", fmt::format("{} ({})", t.communication_kernels, ms(t.communication_ns))}};
+  f.evidence = {
+      {"communication share of the step", percent(*t.communication_share)},
+      {"overlapped with compute", overlap_known ? percent(overlap_share) : "-"},
+      {"NCCL kernels", fmt::format("{} ({})", t.communication_kernels, ms(t.communication_ns))}};
   f.why =
       "Gradient all-reduce that does not overlap with backward leaves the GPUs waiting on the "
       "network; fewer, larger exchanges and overlap hide it.";
-  f.gain_fraction = *t.communication_share * (1.0 - overlap_share.value_or(0));
+  f.gain_fraction = share * (1.0 - overlap_share);
   f.estimated_gain = fmt::format("up to {} of step time", percent(*f.gain_fraction));
   f.fix =
-      "// start each bucket's all-reduce as soon as its gradients are ready (overlap with backward),\n"
+      "// start each bucket's all-reduce as soon as its gradients are ready (overlap with "
+      "backward),\n"
       "// and all-reduce every k steps with gradient accumulation:\n"
       "for (int micro = 0; micro < k; ++micro) { /* forward + backward, no all-reduce */ }\n"
       "all_reduce_gradients(model);  optimizer.step();\n"

@@ -14,9 +14,10 @@ void data_wait(const EpochSummary& e, std::vector<Finding>& out) {
   if (data.count == 0 || busy <= 0) return;
   const double share = data.wall_ms_total / busy;
   if (share <= thresholds::kDataShareOfStep) return;
-  Finding f = make_finding(finding_id::kDataLoaderBound,
-                           share > thresholds::kDataShareCritical ? Severity::Critical : Severity::Warning,
-                           "Training waits on data loading");
+  Finding f =
+      make_finding(finding_id::kDataLoaderBound,
+                   share > thresholds::kDataShareCritical ? Severity::Critical : Severity::Warning,
+                   "Training waits on data loading");
   f.evidence = {{"data time share", percent(share)},
                 {"data time per step", fmt::format("{:.2f} ms", data.wall_ms_mean())},
                 {"measured as", data.inferred ? "gap between steps" : "data scopes"},
@@ -68,10 +69,10 @@ void host_copies(const EpochSummary& e, std::vector<Finding>& out) {
     Finding f = make_finding(finding_id::kCopySynchronous, Severity::Info,
                              "Host-to-device copies are synchronous");
     const double share = sync_ms / e.step_ms_total;
-    f.evidence = {{"synchronous copies", fmt::format("{}", sync_count)},
-                  {"bytes", mib(sync_bytes)},
-                  {"host time in them",
-                   fmt::format("{:.2f} ms ({} of step time)", sync_ms, percent(share))}};
+    f.evidence = {
+        {"synchronous copies", fmt::format("{}", sync_count)},
+        {"bytes", mib(sync_bytes)},
+        {"host time in them", fmt::format("{:.2f} ms ({} of step time)", sync_ms, percent(share))}};
     f.why = "A synchronous copy blocks the host until it is done, so it cannot queue more work.";
     f.estimated_gain = fmt::format("up to {} of step time", percent(share));
     f.gain_fraction = share;

@@ -28,7 +28,8 @@ std::string variant_name(const FitVariant& v) {
 
 }  // namespace
 
-void memory_near_capacity(const EpochSummary& e, const Environment& env, std::vector<Finding>& out) {
+void memory_near_capacity(const EpochSummary& e, const Environment& env,
+                          std::vector<Finding>& out) {
   const auto m = device_memory_share(e, env);
   const std::int64_t ooms = e.device_memory ? e.device_memory->ooms : 0;
   if (!m) return;
@@ -67,8 +68,9 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
       as_run.need_bytes && capacity > 0 && fit_on(*as_run.need_bytes, capacity) != Fit::Fits;
   if (!(ooms > 0 || (m && m->share > thresholds::kDeviceMemoryShare) || as_run_tight)) return;
 
-  Finding f = make_finding(finding_id::kHardwareFit, ooms > 0 ? Severity::Critical : Severity::Warning,
-                           "The run barely fits this card: what it needs elsewhere");
+  Finding f =
+      make_finding(finding_id::kHardwareFit, ooms > 0 ? Severity::Critical : Severity::Warning,
+                   "The run barely fits this card: what it needs elsewhere");
   if (capacity > 0) f.evidence.push_back({"this device", gib(static_cast<double>(capacity))});
   const FitVariant* best = nullptr;
   for (const FitVariant& v : fit.variants) {
@@ -82,8 +84,9 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
       cards += (cards.empty() ? "" : ", ") + std::string(kFitCards[i].label) +
                (v.cards[i] == Fit::Tight ? " (tight)" : "");
     }
-    f.evidence.push_back({variant_name(v), fmt::format("needs {}; fits {}", gib(static_cast<double>(*v.need_bytes)),
-                                                       cards.empty() ? "none of 24/40/80/141 GB" : cards)});
+    f.evidence.push_back(
+        {variant_name(v), fmt::format("needs {}; fits {}", gib(static_cast<double>(*v.need_bytes)),
+                                      cards.empty() ? "none of 24/40/80/141 GB" : cards)});
     if (!v.as_run && capacity > 0 && fit_on(*v.need_bytes, capacity) == Fit::Fits &&
         (!best || *v.need_bytes > *best->need_bytes))
       best = &v;  // the variant that fits with the least change: the largest need that still fits
@@ -95,15 +98,21 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
       mib(e.footprint->optimizer_state_bytes), mib(e.footprint->activation_bytes),
       mib(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed", fit.fragmentation);
   if (best) {
-    f.estimated_gain = fmt::format("{} of headroom on this device with {}",
-                                   gib(static_cast<double>(capacity - *best->need_bytes)), variant_name(*best));
-    f.fix = best->mixed_precision && !as_run.mixed_precision && !(best->checkpointing && !as_run.checkpointing)
-                ? "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));  // mixed precision\n"
-                  "// or by hand: at::autocast::set_autocast_enabled(at::kCUDA, true) around forward"
-                : "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));  // checkpointing\n"
-                  "// fathom plans which blocks to recompute from the measured activations";
+    f.estimated_gain =
+        fmt::format("{} of headroom on this device with {}",
+                    gib(static_cast<double>(capacity - *best->need_bytes)), variant_name(*best));
+    f.fix =
+        best->mixed_precision && !as_run.mixed_precision &&
+                !(best->checkpointing && !as_run.checkpointing)
+            ? "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));  // mixed "
+              "precision\n"
+              "// or by hand: at::autocast::set_autocast_enabled(at::kCUDA, true) around forward"
+            : "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));  // "
+              "checkpointing\n"
+              "// fathom plans which blocks to recompute from the measured activations";
   } else {
-    f.estimated_gain = "no variant fits this device with headroom: a larger card or a smaller batch";
+    f.estimated_gain =
+        "no variant fits this device with headroom: a larger card or a smaller batch";
     f.fix = kMemoryFix;
   }
   out.push_back(std::move(f));
@@ -113,16 +122,19 @@ void batch_headroom(const EpochSummary& e, const Environment& env, std::vector<F
   const auto m = device_memory_share(e, env);
   const auto busy = gpu_busy_share(e);
   if (!m || !busy) return;
-  if (m->share >= thresholds::kIdleMemoryShare || busy->share >= thresholds::kGpuBusyShareLow) return;
+  if (m->share >= thresholds::kIdleMemoryShare || busy->share >= thresholds::kGpuBusyShareLow)
+    return;
   Finding f = make_finding(finding_id::kBatchHeadroom, Severity::Info,
                            "GPU and its memory are both mostly idle: try a larger batch");
-  f.evidence = {{"GPU busy", percent(busy->share)},
-                {"GPU busy measured as", busy->source},
-                {"peak memory", fmt::format("{} of {} ({})", mib(m->used), mib(m->total), percent(m->share))},
-                {"thresholds", fmt::format("busy < {}, memory < {}", percent(thresholds::kGpuBusyShareLow),
-                                           percent(thresholds::kIdleMemoryShare))}};
+  f.evidence = {
+      {"GPU busy", percent(busy->share)},
+      {"GPU busy measured as", busy->source},
+      {"peak memory", fmt::format("{} of {} ({})", mib(m->used), mib(m->total), percent(m->share))},
+      {"thresholds", fmt::format("busy < {}, memory < {}", percent(thresholds::kGpuBusyShareLow),
+                                 percent(thresholds::kIdleMemoryShare))}};
   f.why =
-      "Each step pays fixed costs (launches, syncs, the optimizer) however small the batch; a larger "
+      "Each step pays fixed costs (launches, syncs, the optimizer) however small the batch; a "
+      "larger "
       "batch spreads them over more samples while memory allows it.";
   f.estimated_gain = fmt::format("up to {} of GPU time is idle now", percent(1.0 - busy->share));
   f.fix =

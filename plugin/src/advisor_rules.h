@@ -3,7 +3,6 @@
 // reads its thresholds from thresholds.h. Internal to advisor*.cpp.
 #include <fathom/advisor.h>
 #include <fathom/report.h>
-
 #include <fmt/format.h>
 
 #include <optional>
@@ -17,9 +16,15 @@ struct GpuSummary;
 namespace fathom::advice {
 
 inline std::string percent(double fraction) { return fmt::format("{:.1f} %", 100.0 * fraction); }
-inline std::string mib(std::int64_t bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); }
+// MiB below a GiB, GiB above: "5.0 MiB", "75.00 GiB".
+inline std::string mib(std::int64_t bytes) {
+  if (bytes >= (1LL << 30)) return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
+  return fmt::format("{:.1f} MiB", bytes / 1048576.0);
+}
 inline std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
-inline std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
+inline std::string gbps(double bytes_per_s) {
+  return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9);
+}
 
 inline Finding make_finding(std::string_view id, Severity severity, std::string title) {
   Finding f;

@@ -3,7 +3,6 @@
 #include <fathom/gpu_throughput.h>
 #include <fathom/tensor_core_analysis.h>
 #include <fathom/thresholds.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,14 +20,15 @@ std::string percent(double fraction) { return fmt::format("{:.1f} %", 100.0 * fr
 
 // The eligible share of the measured time and where it came from.
 struct Eligible {
-  double share = 0;       // of the time base below
-  double ms = 0;          // eligible time over the epoch
-  std::string base;       // what the share is of
-  std::string source;     // how the eligible time was measured
+  double share = 0;    // of the time base below
+  double ms = 0;       // eligible time over the epoch
+  std::string base;    // what the share is of
+  std::string source;  // how the eligible time was measured
   bool upper_bound = false;
 };
 
-std::optional<Eligible> from_tensor_cores(const TensorCoreResult& tc, std::vector<Unmeasured>& not_measured) {
+std::optional<Eligible> from_tensor_cores(const TensorCoreResult& tc,
+                                          std::vector<Unmeasured>& not_measured) {
   if (tc.kernel_ns <= 0) return std::nullopt;
   Eligible el;
   el.base = "GPU compute-kernel time";
@@ -45,7 +45,8 @@ std::optional<Eligible> from_tensor_cores(const TensorCoreResult& tc, std::vecto
   el.source = "kernels that did not run on Tensor Cores (CUPTI)";
   el.upper_bound = true;
   note(not_measured, "which CUDA-core kernels belong to GEMMs and convolutions",
-       "ATen ops were not recorded with the kernels (op correlation off); the share is an upper bound");
+       "ATen ops were not recorded with the kernels (op correlation off); the share is an upper "
+       "bound");
   return el;
 }
 
@@ -78,8 +79,10 @@ std::string mixed_precision_fix(bool cuda) {
       "// let fathom enable it after a warm-up, watch the loss and roll back if it drifts:\n"
       "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));\n"
       "{{ auto f = step.forward();  loss = criterion(model->forward(x), y); }}  // autocast here\n"
-      "{{ auto b = step.backward(); step.scaled(loss).backward(); }}            // scaled for fp16\n"
-      "{{ auto o = step.optimizer(); step.apply(optimizer); }}                  // skips inf/NaN steps\n"
+      "{{ auto b = step.backward(); step.scaled(loss).backward(); }}            // scaled for "
+      "fp16\n"
+      "{{ auto o = step.optimizer(); step.apply(optimizer); }}                  // skips inf/NaN "
+      "steps\n"
       "// or by hand (#include <fathom/autocast.h>, <fathom/grad_scaler.h>):\n"
       "fathom::GradScaler scaler;  // needed for fp16 only; bf16 runs without it\n"
       "{{ fathom::AutocastScope autocast({});  loss = criterion(model->forward(x), y); }}\n"
@@ -95,13 +98,15 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
                                                std::vector<Unmeasured>& not_measured) {
   if (!device.cuda) {
     note(not_measured, "mixed-precision speed-up on CPU",
-         "a CPU has no Tensor Cores; bf16 is faster only with AMX or AVX-512 BF16, which fathom does "
+         "a CPU has no Tensor Cores; bf16 is faster only with AMX or AVX-512 BF16, which fathom "
+         "does "
          "not probe (Auto mode times fp32 against bf16 steps and keeps the faster)");
     return std::nullopt;
   }
   if (device.compute_major < thresholds::kTensorCoreMinComputeMajor) {
     note(not_measured, "mixed-precision speed-up",
-         fmt::format("compute capability {}.{} has no Tensor Cores", device.compute_major, device.compute_minor));
+         fmt::format("compute capability {}.{} has no Tensor Cores", device.compute_major,
+                     device.compute_minor));
     return std::nullopt;
   }
   std::optional<Eligible> el = tc ? from_tensor_cores(*tc, not_measured) : std::nullopt;
@@ -109,19 +114,24 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
   if (!el) return std::nullopt;
   if (!el->upper_bound && el->share < thresholds::kEligibleFp32ShareOfKernels) return std::nullopt;
 
-  const GpuThroughput* row = find_gpu_throughput(device.device_name, device.compute_major, device.compute_minor);
+  const GpuThroughput* row =
+      find_gpu_throughput(device.device_name, device.compute_major, device.compute_minor);
   const bool bf16 = cuda_supports_bf16(device.compute_major);
   Finding f;
   f.id = std::string(finding_id::kMixedPrecision);
-  f.title = fmt::format("FP32 work could run on Tensor Cores in {} (mixed precision)", bf16 ? "bf16" : "fp16");
-  f.evidence.push_back({fmt::format("eligible time ({})", el->upper_bound ? "upper bound" : "measured"),
-                        fmt::format("{:.1f} ms, {} of {}", el->ms, percent(el->share), el->base)});
+  f.title = fmt::format("FP32 work could run on Tensor Cores in {} (mixed precision)",
+                        bf16 ? "bf16" : "fp16");
+  f.evidence.push_back(
+      {fmt::format("eligible time ({})", el->upper_bound ? "upper bound" : "measured"),
+       fmt::format("{:.1f} ms, {} of {}", el->ms, percent(el->share), el->base)});
   f.evidence.push_back({"measured from", el->source});
-  if (tc && tc->share) f.evidence.push_back({"Tensor Core share of kernel time", percent(*tc->share)});
+  if (tc && tc->share)
+    f.evidence.push_back({"Tensor Core share of kernel time", percent(*tc->share)});
   if (tc && !tc->on_cuda_cores.empty()) {
     const EligibleOp& op = tc->on_cuda_cores.front();
-    f.evidence.push_back({"largest on CUDA cores",
-                          fmt::format("{} {} ({}), {:.1f} ms", op.op, op.shapes, op.dtypes, op.cuda_core_ns / 1e6)});
+    f.evidence.push_back(
+        {"largest on CUDA cores",
+         fmt::format("{} {} ({}), {:.1f} ms", op.op, op.shapes, op.dtypes, op.cuda_core_ns / 1e6)});
   }
   f.evidence.push_back({"device", fmt::format("{} (compute capability {}.{})", device.device_name,
                                               device.compute_major, device.compute_minor)});
@@ -134,24 +144,27 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
     const double ratio = low_precision_ratio(*row);
     const double bound = speedup_bound(el->share, ratio);
     f.evidence.push_back(
-        {"peak throughput", fmt::format("{:.0f} TFLOPS {} Tensor Cores vs {:.1f} FP32 ({:.1f}x){} ({} figures)",
-                                        bf16 ? row->bf16_tflops : row->fp16_tflops, bf16 ? "bf16" : "fp16",
-                                        row->fp32_tflops, ratio,
-                                        row->tf32_tflops > 0
-                                            ? fmt::format("; TF32 {:.0f} ({:.1f}x over TF32)", row->tf32_tflops,
-                                                          (bf16 ? row->bf16_tflops : row->fp16_tflops) /
-                                                              row->tf32_tflops)
-                                            : "",
-                                        row->name)});
+        {"peak throughput",
+         fmt::format(
+             "{:.0f} TFLOPS {} Tensor Cores vs {:.1f} FP32 ({:.1f}x){} ({} figures)",
+             bf16 ? row->bf16_tflops : row->fp16_tflops, bf16 ? "bf16" : "fp16", row->fp32_tflops,
+             ratio,
+             row->tf32_tflops > 0
+                 ? fmt::format("; TF32 {:.0f} ({:.1f}x over TF32)", row->tf32_tflops,
+                               (bf16 ? row->bf16_tflops : row->fp16_tflops) / row->tf32_tflops)
+                 : "",
+             row->name)});
     f.gain_fraction = el->base == "step time" ? 1.0 - 1.0 / bound : std::optional<double>();
-    f.estimated_gain = fmt::format("at most {} of {} ({:.2f}x, from peak ratios; real GEMMs reach less)",
-                                   percent(1.0 - 1.0 / bound), el->base, bound);
+    f.estimated_gain =
+        fmt::format("at most {} of {} ({:.2f}x, from peak ratios; real GEMMs reach less)",
+                    percent(1.0 - 1.0 / bound), el->base, bound);
     f.severity = 1.0 - 1.0 / bound >= 0.2 ? Severity::Warning : Severity::Info;
   } else {
     note(not_measured, "peak 16-bit and FP32 throughput of this GPU",
          fmt::format("{} (compute capability {}.{}) is not in fathom's table (gpu_throughput.h)",
                      device.device_name, device.compute_major, device.compute_minor));
-    f.estimated_gain = fmt::format("up to the {} of {} this work takes", percent(el->share), el->base);
+    f.estimated_gain =
+        fmt::format("up to the {} of {} this work takes", percent(el->share), el->base);
     f.severity = Severity::Info;
   }
   f.fix = mixed_precision_fix(true);

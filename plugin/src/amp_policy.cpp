@@ -1,5 +1,4 @@
 #include <fathom/amp_policy.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,17 +18,23 @@ std::optional<double> steady_median(const std::vector<double>& ms) {
 
 std::string_view amp_stage_name(AmpStage s) noexcept {
   switch (s) {
-    case AmpStage::WarmingUp: return "warming_up";
-    case AmpStage::Watching: return "watching";
-    case AmpStage::Enabled: return "enabled";
-    case AmpStage::RolledBack: return "rolled_back";
-    case AmpStage::NotEnabled: return "fp32";
+    case AmpStage::WarmingUp:
+      return "warming_up";
+    case AmpStage::Watching:
+      return "watching";
+    case AmpStage::Enabled:
+      return "enabled";
+    case AmpStage::RolledBack:
+      return "rolled_back";
+    case AmpStage::NotEnabled:
+      return "fp32";
   }
   return "fp32";
 }
 
 AutoAmpPolicy::AutoAmpPolicy(AutoAmpOptions options) : options_(options) {
-  options_.warmup_steps = std::max(options_.warmup_steps, 3);  // a line needs 3 points to show noise
+  options_.warmup_steps =
+      std::max(options_.warmup_steps, 3);  // a line needs 3 points to show noise
   options_.watch_steps = std::max(options_.watch_steps, 1);
   options_.smooth_steps = std::max(options_.smooth_steps, 1);
 }
@@ -46,7 +51,8 @@ AmpEvent AutoAmpPolicy::refuse(std::int64_t step, std::string reason) {
 
 std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
   const bool bad_loss = s.loss && !std::isfinite(*s.loss);
-  // With a GradScaler, inf gradients are how the scale finds its level; without one they are a fault.
+  // With a GradScaler, inf gradients are how the scale finds its level; without one they are a
+  // fault.
   const bool bad_gradients = s.nonfinite_gradients && !s.grad_scaling;
   switch (stage_) {
     case AmpStage::WarmingUp: {
@@ -54,58 +60,70 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
       if (bad_loss) {
         fp32_losses_.clear();
         fp32_ms_.clear();
-        return AmpEvent{s.step, "warmup_restarted", "the fp32 loss was not finite; the warm-up starts again"};
+        return AmpEvent{s.step, "warmup_restarted",
+                        "the fp32 loss was not finite; the warm-up starts again"};
       }
       if (s.loss) {
         fp32_losses_.push_back({s.step, *s.loss});
         fp32_ms_.push_back(s.step_ms);
       }
       if (fp32_losses_.empty() && warmup_steps_seen_ >= options_.warmup_steps) {
-        return refuse(s.step,
-                      "the training loop does not tell fathom its loss, so a drift could not be seen: "
-                      "call step.loss(loss) or use step.scaled(loss).backward()");
+        return refuse(
+            s.step,
+            "the training loop does not tell fathom its loss, so a drift could not be seen: "
+            "call step.loss(loss) or use step.scaled(loss).backward()");
       }
       if (static_cast<int>(fp32_losses_.size()) < options_.warmup_steps) return std::nullopt;
       trend_ = LossTrend::fit(fp32_losses_);
       if (!trend_) return refuse(s.step, "the fp32 losses of the warm-up do not give a trend");
       stage_ = AmpStage::Watching;
-      return AmpEvent{s.step, "enabled",
-                      fmt::format("after {} fp32 steps (loss trend at {:.4g}, noise {:.3g}); watching the "
-                                  "next {} steps",
-                                  fp32_losses_.size(), trend_->level(), trend_->noise(), options_.watch_steps)};
+      return AmpEvent{
+          s.step, "enabled",
+          fmt::format("after {} fp32 steps (loss trend at {:.4g}, noise {:.3g}); watching the "
+                      "next {} steps",
+                      fp32_losses_.size(), trend_->level(), trend_->noise(), options_.watch_steps)};
     }
     case AmpStage::Watching: {
-      if (bad_loss) return roll_back(s.step, fmt::format("the loss became {} under mixed precision", *s.loss));
-      if (bad_gradients) return roll_back(s.step, "the gradients held inf or NaN under mixed precision");
+      if (bad_loss)
+        return roll_back(s.step, fmt::format("the loss became {} under mixed precision", *s.loss));
+      if (bad_gradients)
+        return roll_back(s.step, "the gradients held inf or NaN under mixed precision");
       amp_ms_.push_back(s.step_ms);
       if (s.loss) {
         amp_losses_.push_back(*s.loss);
-        const std::size_t k = std::min<std::size_t>(amp_losses_.size(), static_cast<std::size_t>(options_.smooth_steps));
-        const std::vector<double> recent(amp_losses_.end() - static_cast<std::ptrdiff_t>(k), amp_losses_.end());
+        const std::size_t k = std::min<std::size_t>(
+            amp_losses_.size(), static_cast<std::size_t>(options_.smooth_steps));
+        const std::vector<double> recent(amp_losses_.end() - static_cast<std::ptrdiff_t>(k),
+                                         amp_losses_.end());
         const TrendCheck c = trend_->check(recent, s.step, options_.tolerance);
         if (!c.within) {
-          return roll_back(s.step, fmt::format("the loss drifted: mean {:.4g} over the last {} steps, above "
-                                               "the fp32 trend {:.4g} by more than the tolerance (limit {:.4g})",
-                                               c.recent_mean, k, c.reference, c.limit));
+          return roll_back(
+              s.step, fmt::format("the loss drifted: mean {:.4g} over the last {} steps, above "
+                                  "the fp32 trend {:.4g} by more than the tolerance (limit {:.4g})",
+                                  c.recent_mean, k, c.reference, c.limit));
         }
       }
       if (++watched_ < options_.watch_steps) return std::nullopt;
       const double fp32 = fp32_step_ms().value_or(0);
       const double amp = amp_step_ms().value_or(0);
       if (options_.rollback_if_slower && fp32 > 0 && amp > fp32 * (1 + options_.slower_margin)) {
-        return roll_back(s.step, fmt::format("mixed-precision steps were slower: {:.2f} ms against {:.2f} ms "
-                                             "in fp32 (median host step time)",
-                                             amp, fp32));
+        return roll_back(
+            s.step, fmt::format("mixed-precision steps were slower: {:.2f} ms against {:.2f} ms "
+                                "in fp32 (median host step time)",
+                                amp, fp32));
       }
       stage_ = AmpStage::Enabled;
-      return AmpEvent{s.step, "accepted",
-                      fmt::format("loss within {:.0f} % of the fp32 trend over {} steps; step {:.2f} ms "
-                                  "against {:.2f} ms in fp32 (median host step time)",
-                                  100 * options_.tolerance, watched_, amp, fp32)};
+      return AmpEvent{
+          s.step, "accepted",
+          fmt::format("loss within {:.0f} % of the fp32 trend over {} steps; step {:.2f} ms "
+                      "against {:.2f} ms in fp32 (median host step time)",
+                      100 * options_.tolerance, watched_, amp, fp32)};
     }
     case AmpStage::Enabled:
-      if (bad_loss) return roll_back(s.step, fmt::format("the loss became {} under mixed precision", *s.loss));
-      if (bad_gradients) return roll_back(s.step, "the gradients held inf or NaN under mixed precision");
+      if (bad_loss)
+        return roll_back(s.step, fmt::format("the loss became {} under mixed precision", *s.loss));
+      if (bad_gradients)
+        return roll_back(s.step, "the gradients held inf or NaN under mixed precision");
       return std::nullopt;
     case AmpStage::RolledBack:
     case AmpStage::NotEnabled:
@@ -124,9 +142,11 @@ std::optional<double> AutoAmpPolicy::fp32_loss_reference() const {
 
 std::optional<double> AutoAmpPolicy::amp_loss() const {
   if (amp_losses_.empty()) return std::nullopt;
-  const std::size_t k = std::min<std::size_t>(amp_losses_.size(), static_cast<std::size_t>(options_.smooth_steps));
+  const std::size_t k =
+      std::min<std::size_t>(amp_losses_.size(), static_cast<std::size_t>(options_.smooth_steps));
   double sum = 0;
-  for (auto it = amp_losses_.end() - static_cast<std::ptrdiff_t>(k); it != amp_losses_.end(); ++it) sum += *it;
+  for (auto it = amp_losses_.end() - static_cast<std::ptrdiff_t>(k); it != amp_losses_.end(); ++it)
+    sum += *it;
   return sum / static_cast<double>(k);
 }
 

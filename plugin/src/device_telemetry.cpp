@@ -22,7 +22,7 @@ std::optional<double> mean_of(const std::optional<double>& a, const std::optiona
 std::optional<double> pcie_peak_bytes_per_s(int gen, int width) noexcept {
   // Per lane and direction, after encoding: 2.5 GT/s 8b/10b = 250 MB/s; 5 GT/s = 500 MB/s;
   // 8 GT/s 128b/130b = 984.6 MB/s, doubling with each generation after.
-  static constexpr std::array<double, 7> kLaneBytesPerS{0,        250e6,    500e6,    984.615e6,
+  static constexpr std::array<double, 7> kLaneBytesPerS{0,        250e6,    500e6,   984.615e6,
                                                         1969.2e6, 3938.5e6, 7876.9e6};
   if (gen < 1 || gen >= static_cast<int>(kLaneBytesPerS.size()) || width <= 0) return std::nullopt;
   return kLaneBytesPerS[static_cast<std::size_t>(gen)] * width;
@@ -79,8 +79,9 @@ void TelemetryAccumulator::add(const TelemetrySample& s) {
   if (p.n == 0) p.t_s = (s.time_ns - first_ns_) / 1e9;
   ++p.n;
   p.gpu_util.add(s.gpu_utilization_pct);
-  p.mem_used.add(s.memory_used_bytes ? std::optional<double>(static_cast<double>(*s.memory_used_bytes))
-                                     : std::nullopt);
+  p.mem_used.add(s.memory_used_bytes
+                     ? std::optional<double>(static_cast<double>(*s.memory_used_bytes))
+                     : std::nullopt);
   p.power.add(s.power_w);
   p.sm_clock.add(s.sm_clock_mhz);
   p.tx.add(s.pcie_tx_bytes_per_s);
@@ -102,7 +103,8 @@ void TelemetryAccumulator::merge_series() {
     const TelemetryPoint& b = series_[i + 1];
     merged.push_back(TelemetryPoint{a.t_s, mean_of(a.gpu_utilization_pct, b.gpu_utilization_pct),
                                     mean_of(a.memory_used_bytes, b.memory_used_bytes),
-                                    mean_of(a.power_w, b.power_w), mean_of(a.sm_clock_mhz, b.sm_clock_mhz),
+                                    mean_of(a.power_w, b.power_w),
+                                    mean_of(a.sm_clock_mhz, b.sm_clock_mhz),
                                     mean_of(a.pcie_tx_bytes_per_s, b.pcie_tx_bytes_per_s),
                                     mean_of(a.pcie_rx_bytes_per_s, b.pcie_rx_bytes_per_s)});
   }
@@ -135,8 +137,9 @@ DeviceTelemetry TelemetryAccumulator::summary(const std::vector<Unmeasured>& uns
     t.throttle.push_back({std::string(kThrottleReasons[i].name),
                           static_cast<double>(throttle_counts_[i]) / throttle_samples_});
   }
-  std::stable_sort(t.throttle.begin(), t.throttle.end(),
-                   [](const ThrottleShare& a, const ThrottleShare& b) { return a.share > b.share; });
+  std::stable_sort(
+      t.throttle.begin(), t.throttle.end(),
+      [](const ThrottleShare& a, const ThrottleShare& b) { return a.share > b.share; });
   t.pcie.gen = pcie_gen_busy_ ? pcie_gen_busy_ : pcie_gen_;
   t.pcie.width = pcie_width_busy_ ? pcie_width_busy_ : pcie_width_;
   t.pcie.under_load = pcie_gen_busy_.has_value() || pcie_width_busy_.has_value();
@@ -149,8 +152,9 @@ DeviceTelemetry TelemetryAccumulator::summary(const std::vector<Unmeasured>& uns
   t.series = series_;
   if (pending_.n) {
     const Pending& p = pending_;
-    t.series.push_back(TelemetryPoint{p.t_s, p.gpu_util.value(), p.mem_used.value(), p.power.value(),
-                                      p.sm_clock.value(), p.tx.value(), p.rx.value()});
+    t.series.push_back(TelemetryPoint{p.t_s, p.gpu_util.value(), p.mem_used.value(),
+                                      p.power.value(), p.sm_clock.value(), p.tx.value(),
+                                      p.rx.value()});
   }
   t.not_measured = unsupported;
   return t;

@@ -16,7 +16,9 @@ constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min();
 
 struct StringHash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
 };
 using NameIndex = std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>>;
 
@@ -101,15 +103,20 @@ struct DeviceState {
   IdleStats idle;
 };
 
-std::int64_t duration(std::int64_t start, std::int64_t end) noexcept { return std::max<std::int64_t>(0, end - start); }
+std::int64_t duration(std::int64_t start, std::int64_t end) noexcept {
+  return std::max<std::int64_t>(0, end - start);
+}
 
 std::int8_t phase_index(const std::optional<Phase>& p) noexcept {
   return p ? static_cast<std::int8_t>(*p) : std::int8_t{-1};
 }
 
+// The tensor inputs of an op, for its key and the report: shapes and types of the inputs that
+// have a shape (scalars, lists and flags carry none and would only add noise).
 std::string shapes_text(const std::vector<std::vector<std::int64_t>>& shapes) {
   std::string out;
   for (const auto& s : shapes) {
+    if (s.empty()) continue;
     if (!out.empty()) out += ' ';
     out += '[';
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -121,12 +128,15 @@ std::string shapes_text(const std::vector<std::vector<std::int64_t>>& shapes) {
   return out;
 }
 
-std::string dtypes_text(const std::vector<std::string>& dtypes) {
+std::string dtypes_text(const std::vector<std::vector<std::int64_t>>& shapes,
+                        const std::vector<std::string>& dtypes) {
   std::string out;
-  for (const auto& d : dtypes) {
-    if (d.empty()) continue;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    if (dtypes[i].empty() || (i < shapes.size() && shapes[i].empty()) ||
+        (i >= shapes.size() && !shapes.empty()))
+      continue;
     if (!out.empty()) out += ' ';
-    out += d;
+    out += dtypes[i];
   }
   return out;
 }
@@ -290,7 +300,8 @@ struct GpuAggregator::Impl {
   }
 
   void add_sync(const SyncRecord& r) {
-    auto it = std::find_if(syncs.begin(), syncs.end(), [&](const SyncStats& s) { return s.kind == r.kind; });
+    auto it = std::find_if(syncs.begin(), syncs.end(),
+                           [&](const SyncStats& s) { return s.kind == r.kind; });
     if (it == syncs.end()) {
       syncs.push_back(SyncStats{r.kind});
       it = syncs.end() - 1;
@@ -299,7 +310,8 @@ struct GpuAggregator::Impl {
     it->total_ns += duration(r.start_ns, r.end_ns);
     note_time(r.start_ns, r.end_ns);
     // A stream waiting on an event blocks the stream, not the host.
-    if (r.kind != SyncKind::StreamWaitEvent) host_syncs.push_back({r.start_ns, r.end_ns, generation});
+    if (r.kind != SyncKind::StreamWaitEvent)
+      host_syncs.push_back({r.start_ns, r.end_ns, generation});
     check_host_limit();
   }
 
@@ -317,7 +329,8 @@ struct GpuAggregator::Impl {
     runtime_calls[id].total_ns += duration(r.start_ns, r.end_ns);
     note_time(r.start_ns, r.end_ns);
     if (r.correlation_id != 0)
-      launches[cur()][r.correlation_id] = Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)};
+      launches[cur()][r.correlation_id] =
+          Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)};
     if (is_host_sync_call(r.name)) host_syncs.push_back({r.start_ns, r.end_ns, generation});
     check_host_limit();
   }
@@ -327,7 +340,7 @@ struct GpuAggregator::Impl {
     if (!tensor_core_eligible_op(r.name)) return;
     std::string key = r.name;
     const std::string shapes = shapes_text(r.input_shapes);
-    const std::string dtypes = dtypes_text(r.input_dtypes);
+    const std::string dtypes = dtypes_text(r.input_shapes, r.input_dtypes);
     key += '\x1f';
     key += shapes;
     key += '\x1f';
@@ -349,12 +362,14 @@ struct GpuAggregator::Impl {
       }
     } else {
       id = static_cast<std::uint32_t>(ops.size());
-      ops.push_back(EligibleOpStats{r.name, shapes, dtypes, dims_not_multiple_of_8(r.name, r.input_shapes)});
+      ops.push_back(
+          EligibleOpStats{r.name, shapes, dtypes, dims_not_multiple_of_8(r.name, r.input_shapes)});
       op_index.emplace(std::move(key), id);
     }
     ++ops[id].instances;
     auto& instances = op_instances[cur()];
-    if (r.external_id != 0) op_by_external_id[cur()][r.external_id] = static_cast<std::uint32_t>(instances.size());
+    if (r.external_id != 0)
+      op_by_external_id[cur()][r.external_id] = static_cast<std::uint32_t>(instances.size());
     instances.push_back(OpInstance{id, r.start_ns, r.end_ns, r.thread});
     check_host_limit();
   }
@@ -392,12 +407,14 @@ struct GpuAggregator::Impl {
       OpInstance* op;
     };
     std::vector<OpSpan> ops;  // sorted by (thread, start)
+    std::int64_t longest_op = 0;
   };
 
   Lookup build_lookup() {
     Lookup l;
     l.ranges = ranges;
-    std::sort(l.ranges.begin(), l.ranges.end(), [](const PhaseRange& a, const PhaseRange& b) { return a.start < b.start; });
+    std::sort(l.ranges.begin(), l.ranges.end(),
+              [](const PhaseRange& a, const PhaseRange& b) { return a.start < b.start; });
     for (const PhaseRange& r : l.ranges) {
       l.longest_range = std::max(l.longest_range, duration(r.start, r.end));
       if (r.phase != Phase::Data) continue;
@@ -407,11 +424,15 @@ struct GpuAggregator::Impl {
         l.data.emplace_back(r.start, r.end);
     }
     l.syncs = host_syncs;
-    std::sort(l.syncs.begin(), l.syncs.end(), [](const HostSpan& a, const HostSpan& b) { return a.start < b.start; });
+    std::sort(l.syncs.begin(), l.syncs.end(),
+              [](const HostSpan& a, const HostSpan& b) { return a.start < b.start; });
     std::int64_t m = kNever;
     for (const HostSpan& s : l.syncs) l.sync_end_max.push_back(m = std::max(m, s.end));
     for (auto& gen : op_instances)
-      for (OpInstance& op : gen) l.ops.push_back({op.thread, op.start, op.end, &op});
+      for (OpInstance& op : gen) {
+        l.ops.push_back({op.thread, op.start, op.end, &op});
+        l.longest_op = std::max(l.longest_op, duration(op.start, op.end));
+      }
     std::sort(l.ops.begin(), l.ops.end(), [](const Lookup::OpSpan& a, const Lookup::OpSpan& b) {
       return a.thread != b.thread ? a.thread < b.thread : a.start < b.start;
     });
@@ -435,13 +456,15 @@ struct GpuAggregator::Impl {
 
   // The innermost eligible op on thread that was running at t.
   static OpInstance* op_at(const Lookup& l, std::uint64_t thread, std::int64_t t) {
-    auto it = std::upper_bound(l.ops.begin(), l.ops.end(), std::make_pair(thread, t),
-                               [](const std::pair<std::uint64_t, std::int64_t>& v, const Lookup::OpSpan& o) {
-                                 return v.first != o.thread ? v.first < o.thread : v.second < o.start;
-                               });
-    for (int steps_back = 0; it != l.ops.begin() && steps_back < 64; ++steps_back) {
+    auto it = std::upper_bound(
+        l.ops.begin(), l.ops.end(), std::make_pair(thread, t),
+        [](const std::pair<std::uint64_t, std::int64_t>& v, const Lookup::OpSpan& o) {
+          return v.first != o.thread ? v.first < o.thread : v.second < o.start;
+        });
+    // Ops on one thread nest or follow each other: none that starts before t - longest can hold t.
+    while (it != l.ops.begin()) {
       --it;
-      if (it->thread != thread) break;
+      if (it->thread != thread || it->start < t - l.longest_op) break;
       if (it->end > t) return it->op;
     }
     return nullptr;
@@ -468,17 +491,24 @@ struct GpuAggregator::Impl {
   // Phase and op of one GPU record, from what the source said or what the host was doing.
   void attribute(HeldGpu& h, const Lookup& l) {
     const Launch* launch = find_launch(h.correlation);
-    const std::uint64_t external_id = h.external_id ? h.external_id : launch ? launch->external_id : 0;
+    const std::uint64_t external_id = h.external_id ? h.external_id
+                                      : launch      ? launch->external_id
+                                                    : 0;
     OpInstance* op = find_op(external_id);
     if (!op && launch && !l.ops.empty()) op = op_at(l, launch->thread, launch->start);
     h.launch_ns = launch ? launch->start : kNever;
 
     std::optional<Phase> phase;
-    if (h.phase >= 0) phase = static_cast<Phase>(h.phase);
-    else if (launch && launch->phase >= 0) phase = static_cast<Phase>(launch->phase);
-    else if (launch) phase = phase_at(l, launch->start, launch->thread);
-    else if (op) phase = phase_at(l, op->start, op->thread);
-    else phase = phase_at(l, h.start, 0);
+    if (h.phase >= 0)
+      phase = static_cast<Phase>(h.phase);
+    else if (launch && launch->phase >= 0)
+      phase = static_cast<Phase>(launch->phase);
+    else if (launch)
+      phase = phase_at(l, launch->start, launch->thread);
+    else if (op)
+      phase = phase_at(l, op->start, op->thread);
+    else
+      phase = phase_at(l, h.start, 0);
     PhaseGpuStats& p = phases[phase ? static_cast<std::size_t>(*phase) : kUnattributed];
 
     const std::int64_t d = h.end - h.start;
@@ -536,8 +566,10 @@ struct GpuAggregator::Impl {
     idle.data_wait_ns += data;
     const std::int64_t rest = (b - a) - data;
     if (rest <= 0) return;
-    if (host_synchronizing(l, a)) idle.sync_ns += rest;
-    else if (launch_ns != kNever && launch_ns >= a) idle.host_launch_ns += rest;
+    if (host_synchronizing(l, a))
+      idle.sync_ns += rest;
+    else if (launch_ns != kNever && launch_ns >= a)
+      idle.host_launch_ns += rest;
     // else: left to other_ns, which the snapshot computes as what is left of the idle time
   }
 
@@ -551,9 +583,12 @@ struct GpuAggregator::Impl {
   }
 
   void sweep_timeline(const Lookup& l) {
-    std::sort(held.begin(), held.end(), [](const HeldGpu& a, const HeldGpu& b) {
+    const auto by_device_then_start = [](const HeldGpu& a, const HeldGpu& b) {
       return a.device != b.device ? a.device < b.device : a.start < b.start;
-    });
+    };
+    // CUPTI delivers records nearly in order; most sweeps need no sort at all.
+    if (!std::is_sorted(held.begin(), held.end(), by_device_then_start))
+      std::sort(held.begin(), held.end(), by_device_then_start);
     const std::int64_t begin = window_begin();
     DeviceState* st = nullptr;
     std::int64_t swept_before = kNever, latest = kNever;
@@ -572,8 +607,10 @@ struct GpuAggregator::Impl {
       const std::int64_t s = std::max(h.start, begin);
       const std::int64_t e = h.end;
       if (e <= s) continue;  // before the window (warm-up before the first step)
-      if (!st->busy.open) attribute_gap(st->idle, l, begin, s, h.launch_ns);
-      else if (s > st->busy.seg_end) attribute_gap(st->idle, l, st->busy.seg_end, s, h.launch_ns);
+      if (!st->busy.open)
+        attribute_gap(st->idle, l, begin, s, h.launch_ns);
+      else if (s > st->busy.seg_end)
+        attribute_gap(st->idle, l, st->busy.seg_end, s, h.launch_ns);
       st->busy.add(s, e);
       if (h.type == HeldType::Kernel) {
         st->kernel.add(s, e);
@@ -674,7 +711,9 @@ struct GpuAggregator::Impl {
       a.timelines.push_back(t);
     }
     std::sort(a.timelines.begin(), a.timelines.end(),
-              [](const DeviceTimelineStats& x, const DeviceTimelineStats& y) { return x.device < y.device; });
+              [](const DeviceTimelineStats& x, const DeviceTimelineStats& y) {
+                return x.device < y.device;
+              });
     return a;
   }
 };
@@ -691,14 +730,24 @@ void GpuAggregator::add(const DeviceProperties& r) noexcept {
       d.push_back(r);
   });
 }
-void GpuAggregator::add(const KernelRecord& r) noexcept { impl_->guarded([&] { impl_->add_kernel(r); }); }
-void GpuAggregator::add(const MemcpyRecord& r) noexcept { impl_->guarded([&] { impl_->add_memcpy(r); }); }
-void GpuAggregator::add(const MemsetRecord& r) noexcept { impl_->guarded([&] { impl_->add_memset(r); }); }
-void GpuAggregator::add(const SyncRecord& r) noexcept { impl_->guarded([&] { impl_->add_sync(r); }); }
+void GpuAggregator::add(const KernelRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_kernel(r); });
+}
+void GpuAggregator::add(const MemcpyRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_memcpy(r); });
+}
+void GpuAggregator::add(const MemsetRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_memset(r); });
+}
+void GpuAggregator::add(const SyncRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_sync(r); });
+}
 void GpuAggregator::add(const RuntimeCallRecord& r) noexcept {
   impl_->guarded([&] { impl_->add_runtime(r); });
 }
-void GpuAggregator::add(const OpRecord& r) noexcept { impl_->guarded([&] { impl_->add_op(r); }); }
+void GpuAggregator::add(const OpRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_op(r); });
+}
 void GpuAggregator::add(const AnnotationRecord& r) noexcept {
   impl_->guarded([&] { impl_->add_annotation(r); });
 }
@@ -731,11 +780,14 @@ void GpuAggregator::flush() noexcept {
 
 GpuAggregate GpuAggregator::snapshot() { return impl_->snapshot(); }
 
-std::size_t GpuAggregator::held_records() const noexcept { return impl_->held.size() + impl_->host_held(); }
+std::size_t GpuAggregator::held_records() const noexcept {
+  return impl_->held.size() + impl_->host_held();
+}
 
 bool is_launch_call(std::string_view name) noexcept {
   auto has = [&](std::string_view t) { return name.find(t) != std::string_view::npos; };
-  return has("LaunchKernel") || has("cuLaunch") || has("LaunchCooperativeKernel") || name == "cudaGraphLaunch";
+  return has("LaunchKernel") || has("cuLaunch") || has("LaunchCooperativeKernel") ||
+         name == "cudaGraphLaunch";
 }
 
 bool is_host_sync_call(std::string_view name) noexcept {
@@ -748,7 +800,8 @@ bool is_host_sync_call(std::string_view name) noexcept {
 GpuAggregate aggregate(const GpuActivity& activity) {
   // Everything is in memory already: one sweep sees every record's neighbours.
   AggregatorLimits limits;
-  const std::size_t gpu = activity.kernels.size() + activity.memcpys.size() + activity.memsets.size();
+  const std::size_t gpu =
+      activity.kernels.size() + activity.memcpys.size() + activity.memsets.size();
   const std::size_t host = activity.runtime_calls.size() + activity.ops.size() +
                            activity.annotations.size() + activity.syncs.size();
   limits.window_records = std::max(limits.window_records, gpu + 1);

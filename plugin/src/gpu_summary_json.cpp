@@ -3,7 +3,6 @@
 #include "gpu_summary_json.h"
 
 #include <fathom/error.h>
-
 #include <fmt/format.h>
 
 #include <array>
@@ -25,8 +24,9 @@ void get(const json& j, const char* key, T& v) {
   j.at(key).get_to(v);
 }
 
-constexpr std::array kMemcpyKinds{MemcpyKind::Unknown, MemcpyKind::HostToDevice, MemcpyKind::DeviceToHost,
-                                  MemcpyKind::DeviceToDevice, MemcpyKind::HostToHost, MemcpyKind::PeerToPeer};
+constexpr std::array kMemcpyKinds{MemcpyKind::Unknown,      MemcpyKind::HostToDevice,
+                                  MemcpyKind::DeviceToHost, MemcpyKind::DeviceToDevice,
+                                  MemcpyKind::HostToHost,   MemcpyKind::PeerToPeer};
 constexpr std::array kMemoryKinds{MemoryKind::Unknown, MemoryKind::Pageable, MemoryKind::Pinned,
                                   MemoryKind::Device, MemoryKind::Managed};
 
@@ -69,17 +69,25 @@ EligibleOp op_from(const json& j) {
 }
 
 json tensor_cores_json(const TensorCoreResult& r) {
-  json phases = json::array(), families = json::array(), top = json::array(), on_cuda = json::array(),
-       misaligned = json::array();
+  json phases = json::array(), families = json::array(), top = json::array(),
+       on_cuda = json::array(), misaligned = json::array();
   for (const auto& p : r.phases)
-    phases.push_back({{"phase", p.phase}, {"kernel_ns", p.kernel_ns}, {"tensor_core_ns", p.tensor_core_ns},
+    phases.push_back({{"phase", p.phase},
+                      {"kernel_ns", p.kernel_ns},
+                      {"tensor_core_ns", p.tensor_core_ns},
                       {"share", opt(p.share)}});
   for (const auto& f : r.families)
-    families.push_back({{"family", f.family}, {"tensor_core", f.tensor_core}, {"count", f.count},
+    families.push_back({{"family", f.family},
+                        {"tensor_core", f.tensor_core},
+                        {"count", f.count},
                         {"total_ns", f.total_ns}});
   for (const auto& k : r.top_kernels)
-    top.push_back({{"name", k.name}, {"family", k.family}, {"tensor_core", k.tensor_core},
-                   {"communication", k.communication}, {"precision", k.precision}, {"count", k.count},
+    top.push_back({{"name", k.name},
+                   {"family", k.family},
+                   {"tensor_core", k.tensor_core},
+                   {"communication", k.communication},
+                   {"precision", k.precision},
+                   {"count", k.count},
                    {"total_ns", k.total_ns}});
   for (const auto& o : r.on_cuda_cores) on_cuda.push_back(op_json(o));
   for (const auto& o : r.misaligned) misaligned.push_back(op_json(o));
@@ -361,7 +369,17 @@ GpuSummary gpu_summary_from_json(const json& j) {
 
 namespace fathom {
 
-std::string format_gpu_summary_json(const GpuSummary& s) { return detail::gpu_summary_to_json(s).dump(2) + "\n"; }
+std::string format_gpu_summary_json(const GpuSummary& s) {
+  return detail::gpu_summary_to_json(s).dump(2) + "\n";
+}
+
+std::string format_gpu_analysis_json(const GpuSummary& s, const std::string& input_path) {
+  const nlohmann::json j = {{"schema", "fathom.analysis"},
+                            {"schema_version", kAnalysisSchemaVersion},
+                            {"input", input_path},
+                            {"gpu", detail::gpu_summary_to_json(s)}};
+  return j.dump(2) + "\n";
+}
 
 GpuSummary parse_gpu_summary_json(const std::string& text, const std::string& source_name) {
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -371,6 +389,9 @@ GpuSummary parse_gpu_summary_json(const std::string& text, const std::string& so
     return detail::gpu_summary_from_json(j);
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{} is not a fathom GPU summary: {}", source_name, e.what()));
+  } catch (const Error& e) {
+    throw Error(
+        fmt::format("{}: {}", source_name, std::string(e.what()).substr(8)));  // without "fathom: "
   }
 }
 

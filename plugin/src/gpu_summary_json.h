@@ -1,9 +1,9 @@
 #pragma once
 // The GPU section's JSON, for report_json.cpp and format_gpu_summary_json(). Internal: nlohmann
 // stays out of the public headers.
-#include <nlohmann/json.hpp>
-
 #include <fathom/gpu_summary.h>
+
+#include <nlohmann/json.hpp>
 
 namespace fathom::detail {
 

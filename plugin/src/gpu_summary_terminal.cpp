@@ -3,7 +3,6 @@
 // and `fathom analyze`.
 #include <fathom/gpu_summary.h>
 #include <fathom/kernel_classifier.h>
-
 #include <fmt/format.h>
 
 #include <iterator>
@@ -21,7 +20,9 @@ std::string bytes_text(std::int64_t b) {
 }
 
 std::string ms(std::int64_t ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
-std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", 100 * *v) : kDash; }
+std::string pct(const std::optional<double>& v) {
+  return v ? fmt::format("{:.1f}%", 100 * *v) : kDash;
+}
 std::string pct_of(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : kDash;
 }
@@ -32,29 +33,35 @@ void tensor_cores(std::string& out, const TensorCoreResult& t) {
     out += "  Tensor Cores: no compute kernels\n";
     return;
   }
-  fmt::format_to(o, "  Tensor Cores: {} of compute-kernel time ({} of {}; {} of {} kernels)\n", pct(t.share),
-                 ms(t.tensor_core_ns), ms(t.kernel_ns), t.tensor_core_count, t.kernel_count);
+  fmt::format_to(o, "  Tensor Cores: {} of compute-kernel time ({} of {}; {} of {} kernels)\n",
+                 pct(t.share), ms(t.tensor_core_ns), ms(t.kernel_ns), t.tensor_core_count,
+                 t.kernel_count);
   if (!t.phases.empty()) {
     out += "    by phase:";
-    for (const auto& p : t.phases) fmt::format_to(o, "  {} {} of {}", p.phase, pct(p.share), ms(p.kernel_ns));
+    for (const auto& p : t.phases)
+      fmt::format_to(o, "  {} {} of {}", p.phase, pct(p.share), ms(p.kernel_ns));
     out += "\n";
   }
   out += "    kernel families:";
   for (std::size_t i = 0; i < t.families.size() && i < 6; ++i) {
     const auto& f = t.families[i];
-    fmt::format_to(o, "{} {} {} ({})", i ? "," : "", f.family, ms(f.total_ns), f.tensor_core ? "TC" : "CUDA cores");
+    fmt::format_to(o, "{} {} {} ({})", i ? "," : "", f.family, ms(f.total_ns),
+                   f.tensor_core ? "TC" : "CUDA cores");
   }
   out += "\n";
   if (!t.ops_recorded) return;
-  fmt::format_to(o, "    eligible ops (GEMM, convolution) that ran only on CUDA cores: {} of {} with kernels ({})\n",
+  fmt::format_to(o,
+                 "    eligible ops (GEMM, convolution) that ran only on CUDA cores: {} of {} with "
+                 "kernels ({})\n",
                  t.eligible_only_cuda_cores, t.eligible_with_kernels, ms(t.eligible_cuda_core_ns));
   for (const auto& e : t.on_cuda_cores)
-    fmt::format_to(o, "      {} x{} {} {} {}\n", e.op, e.only_cuda_cores, ms(e.cuda_core_ns), e.shapes,
-                   e.dtypes);
+    fmt::format_to(o, "      {} x{} {} {} {}\n", e.op, e.only_cuda_cores, ms(e.cuda_core_ns),
+                   e.shapes, e.dtypes);
   if (!t.misaligned.empty()) {
     out += "    shapes with dims not multiples of 8:\n";
     for (const auto& e : t.misaligned)
-      fmt::format_to(o, "      {} x{} ({}) {} {}\n", e.op, e.instances, e.misaligned, e.shapes, e.dtypes);
+      fmt::format_to(o, "      {} x{} ({}) {} {}\n", e.op, e.instances, e.misaligned, e.shapes,
+                     e.dtypes);
   }
 }
 
@@ -64,45 +71,61 @@ void transfers(std::string& out, const TransferResult& t) {
     out += "  transfers: none\n";
     return;
   }
-  fmt::format_to(o, "  transfers: {} copies, {}, {} busy ({} of the window), {} of it while kernels ran; link: {}\n",
-                 t.count, bytes_text(t.bytes), ms(t.busy_ns), pct(t.share_of_window), pct(t.overlap_share),
-                 t.link.gb_per_s ? fmt::format("{} ({:.1f} GB/s)", t.link.description, *t.link.gb_per_s)
-                                 : "peak not known");
-  fmt::format_to(o, "    {:<6} {:<9} {:<6} {:>7} {:>11} {:>11} {:>8} {:>7}\n", "dir", "host mem", "call", "count",
-                 "bytes", "time", "GB/s", "of peak");
+  fmt::format_to(o,
+                 "  transfers: {} cop{}, {}, {} busy ({} of the window), {} of it while kernels "
+                 "ran; link: {}\n",
+                 t.count, t.count == 1 ? "y" : "ies", bytes_text(t.bytes), ms(t.busy_ns),
+                 pct(t.share_of_window), pct(t.overlap_share),
+                 t.link.gb_per_s
+                     ? fmt::format("{} ({:.1f} GB/s)", t.link.description, *t.link.gb_per_s)
+                     : "peak not known");
+  fmt::format_to(o, "    {:<6} {:<9} {:<6} {:>7} {:>11} {:>11} {:>8} {:>7}\n", "dir", "host mem",
+                 "call", "count", "bytes", "time", "GB/s", "of peak");
   for (const auto& r : t.rows) {
-    fmt::format_to(o, "    {:<6} {:<9} {:<6} {:>7} {:>11} {:>11} {:>8} {:>7}\n", memcpy_kind_name(r.direction),
-                   memory_kind_name(r.host_memory), r.async ? "async" : "sync", r.count, bytes_text(r.bytes),
-                   ms(r.total_ns), r.gb_per_s ? fmt::format("{:.2f}", *r.gb_per_s) : kDash, pct(r.share_of_peak));
+    fmt::format_to(o, "    {:<6} {:<9} {:<6} {:>7} {:>11} {:>11} {:>8} {:>7}\n",
+                   memcpy_kind_name(r.direction), memory_kind_name(r.host_memory),
+                   r.async ? "async" : "sync", r.count, bytes_text(r.bytes), ms(r.total_ns),
+                   r.gb_per_s ? fmt::format("{:.2f}", *r.gb_per_s) : kDash, pct(r.share_of_peak));
   }
   for (const auto& d : t.directions) {
-    if (d.direction != MemcpyKind::HostToDevice && d.direction != MemcpyKind::DeviceToHost) continue;
+    if (d.direction != MemcpyKind::HostToDevice && d.direction != MemcpyKind::DeviceToHost)
+      continue;
     fmt::format_to(o, "    {}: pageable {} ({}), pinned {} ({})\n", memcpy_kind_name(d.direction),
-                   bytes_text(d.pageable_bytes), d.pageable_count, bytes_text(d.pinned_bytes), d.pinned_count);
+                   bytes_text(d.pageable_bytes), d.pageable_count, bytes_text(d.pinned_bytes),
+                   d.pinned_count);
   }
   if (t.pageable_async_count > 0)
-    fmt::format_to(o, "    {} asynchronous copies from pageable memory: the host waits for them anyway\n",
-                   t.pageable_async_count);
+    fmt::format_to(o,
+                   "    {} asynchronous cop{} from pageable memory: the host waits for {} anyway\n",
+                   t.pageable_async_count, t.pageable_async_count == 1 ? "y" : "ies",
+                   t.pageable_async_count == 1 ? "it" : "them");
 }
 
 void timeline(std::string& out, const TimelineResult& t) {
   auto o = std::back_inserter(out);
   fmt::format_to(o, "  timeline: window {} ({})\n", ms(t.window_ns),
-                 t.window_from_steps ? fmt::format("{} steps", t.steps) : "whole recorded span, no steps");
+                 t.window_from_steps ? fmt::format("{} step{}", t.steps, t.steps == 1 ? "" : "s")
+                                     : "whole recorded span, no steps");
   for (const auto& d : t.devices) {
     fmt::format_to(o,
-                   "    device {}: busy {} | idle {}: data wait {}, synchronization {}, late launches (host-bound) "
+                   "    device {}: busy {} | idle {}: data wait {}, synchronization {}, late "
+                   "launches (host-bound) "
                    "{}, other {} ({} gaps)\n",
-                   d.device, pct(d.busy_share), pct_of(d.idle_ns, t.window_ns), pct_of(d.idle.data_wait_ns, t.window_ns),
-                   pct_of(d.idle.sync_ns, t.window_ns), pct_of(d.idle.host_launch_ns, t.window_ns),
-                   pct_of(d.idle.other_ns, t.window_ns), d.idle.gaps);
+                   d.device, pct(d.busy_share), pct_of(d.idle_ns, t.window_ns),
+                   pct_of(d.idle.data_wait_ns, t.window_ns), pct_of(d.idle.sync_ns, t.window_ns),
+                   pct_of(d.idle.host_launch_ns, t.window_ns), pct_of(d.idle.other_ns, t.window_ns),
+                   d.idle.gaps);
   }
-  fmt::format_to(o, "    kernels {}, tiny (<10 us): {} of them, {} of kernel time; launch calls {}, host syncs {} ({})\n",
+  fmt::format_to(o,
+                 "    kernels {}, tiny (<10 us): {} of them, {} of kernel time; launch calls {}, "
+                 "host syncs {} ({})\n",
                  t.kernel_count, pct(t.tiny_count_share), pct(t.tiny_time_share), t.launch_calls,
                  t.sync_calls + t.sync_records, ms(t.sync_call_ns + t.sync_record_ns));
   if (t.communication_kernels > 0) {
     for (const auto& d : t.devices)
-      fmt::format_to(o, "    communication (NCCL) on device {}: {} ({} of the window), {} overlapped with compute\n",
+      fmt::format_to(o,
+                     "    communication (NCCL) on device {}: {} ({} of the window), {} overlapped "
+                     "with compute\n",
                      d.device, ms(d.communication_ns), pct_of(d.communication_ns, t.window_ns),
                      pct(d.communication_overlap_share));
   }
@@ -126,9 +149,10 @@ std::string format_gpu_summary_text(const GpuSummary& s) {
     timeline(out, s.timeline);
   }
   if (s.dropped_records > 0)
-    fmt::format_to(o, "  dropped records: {} of {} (the totals above are lower bounds)\n", s.dropped_records,
-                   s.records + s.dropped_records);
-  for (const Unmeasured& u : s.not_measured) fmt::format_to(o, "  not measured: {}: {}\n", u.what, u.why);
+    fmt::format_to(o, "  dropped records: {} of {} (the totals above are lower bounds)\n",
+                   s.dropped_records, s.records + s.dropped_records);
+  for (const Unmeasured& u : s.not_measured)
+    fmt::format_to(o, "  not measured: {}: {}\n", u.what, u.why);
   return out;
 }
 

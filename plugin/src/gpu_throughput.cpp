@@ -15,7 +15,8 @@ const GpuThroughput* find_gpu_throughput(std::string_view device_name, int compu
 
 double low_precision_ratio(const GpuThroughput& g) noexcept {
   if (g.fp32_tflops <= 0) return 0;
-  const double low = cuda_supports_bf16(g.compute_major) && g.bf16_tflops > 0 ? g.bf16_tflops : g.fp16_tflops;
+  const double low =
+      cuda_supports_bf16(g.compute_major) && g.bf16_tflops > 0 ? g.bf16_tflops : g.fp16_tflops;
   return low / g.fp32_tflops;
 }
 

@@ -20,16 +20,20 @@ double checkpoint_factor(std::int64_t blocks) {
 
 std::string_view fit_name(Fit f) noexcept {
   switch (f) {
-    case Fit::Fits: return "fits";
-    case Fit::Tight: return "tight";
-    case Fit::DoesNotFit: return "does_not_fit";
+    case Fit::Fits:
+      return "fits";
+    case Fit::Tight:
+      return "tight";
+    case Fit::DoesNotFit:
+      return "does_not_fit";
   }
   return "?";
 }
 
 Fit fit_on(std::int64_t need_bytes, std::int64_t capacity_bytes) noexcept {
   if (need_bytes > capacity_bytes) return Fit::DoesNotFit;
-  if (need_bytes > thresholds::kDeviceMemoryShare * static_cast<double>(capacity_bytes)) return Fit::Tight;
+  if (need_bytes > thresholds::kDeviceMemoryShare * static_cast<double>(capacity_bytes))
+    return Fit::Tight;
   return Fit::Fits;
 }
 
@@ -59,7 +63,9 @@ HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMem
                : act / thresholds::kMixedPrecisionActivationFactor;
     if (ck != m.checkpointing) {
       if (m.checkpointing) {
-        v.why = "the run checkpointed: the activations it recomputed instead of keeping were not measured";
+        v.why =
+            "the run checkpointed: the activations it recomputed instead of keeping were not "
+            "measured";
         return v;
       }
       if (!m.checkpointable_blocks) {
@@ -69,10 +75,12 @@ HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMem
       act *= checkpoint_factor(*m.checkpointable_blocks);
     }
     v.activation_bytes = static_cast<std::int64_t>(act);
-    v.cast_cache_bytes =
-        mp ? static_cast<std::int64_t>(m.parameter_bytes * thresholds::kMixedPrecisionCastCacheFactor) : 0;
-    v.need_bytes = static_cast<std::int64_t>((fixed + act + v.cast_cache_bytes) * out.fragmentation) +
-                   out.overhead_bytes;
+    v.cast_cache_bytes = mp ? static_cast<std::int64_t>(m.parameter_bytes *
+                                                        thresholds::kMixedPrecisionCastCacheFactor)
+                            : 0;
+    v.need_bytes =
+        static_cast<std::int64_t>((fixed + act + v.cast_cache_bytes) * out.fragmentation) +
+        out.overhead_bytes;
     for (const CardSize& c : kFitCards) v.cards.push_back(fit_on(*v.need_bytes, c.capacity_bytes));
     return v;
   };

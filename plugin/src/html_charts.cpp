@@ -48,17 +48,20 @@ std::string legend(const std::vector<std::pair<std::string, std::string>>& items
   if (items.empty()) return {};
   std::string out = "<ul class=\"legend\">";
   for (const auto& [name, color] : items)
-    fmt::format_to(std::back_inserter(out), "<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>",
+    fmt::format_to(std::back_inserter(out),
+                   "<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>",
                    escape(color), escape(name));
   return out + "</ul>";
 }
 
 std::string figure(std::string_view title, const std::string& svg, const std::string& legend_html,
                    std::string_view caption) {
-  std::string out = fmt::format("<figure class=\"chart-figure\"><figcaption>{}</figcaption>", escape(title));
+  std::string out =
+      fmt::format("<figure class=\"chart-figure\"><figcaption>{}</figcaption>", escape(title));
   out += svg;
   out += legend_html;
-  if (!caption.empty()) fmt::format_to(std::back_inserter(out), "<p class=\"caption\">{}</p>", escape(caption));
+  if (!caption.empty())
+    fmt::format_to(std::back_inserter(out), "<p class=\"caption\">{}</p>", escape(caption));
   return out + "</figure>";
 }
 
@@ -69,12 +72,23 @@ std::string escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -122,16 +136,18 @@ std::string bar_chart(const BarChart& c, std::string_view caption) {
       const double h = plot_h * v / top;
       const double x = c.stacked ? x0 : x0 + bar_w * k;
       const double y = kTop + plot_h * (1 - (base + v) / top);
-      fmt::format_to(std::back_inserter(svg),
-                     "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
-                     "<title>{}: {} {} {}</title></rect>",
-                     x, y, std::max(bar_w - 1, 1.0), std::max(h, 0.0), escape(s.color),
-                     escape(c.categories[i]), escape(s.name), num(v), escape(c.unit));
+      fmt::format_to(
+          std::back_inserter(svg),
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
+          "<title>{}: {} {} {}</title></rect>",
+          x, y, std::max(bar_w - 1, 1.0), std::max(h, 0.0), escape(s.color),
+          escape(c.categories[i]), escape(s.name), num(v), escape(c.unit));
       if (c.stacked) base += v;
     }
-    fmt::format_to(std::back_inserter(svg),
-                   "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
-                   kLeft + group_w * (i + 0.5), kHeight - kBottom + 16, escape(c.categories[i]));
+    fmt::format_to(
+        std::back_inserter(svg),
+        "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
+        kLeft + group_w * (i + 0.5), kHeight - kBottom + 16, escape(c.categories[i]));
   }
   svg += "</svg>";
   std::vector<std::pair<std::string, std::string>> items;
@@ -156,10 +172,11 @@ std::string hbar_chart(const HBarChart& c, std::string_view caption) {
   const double plot_bottom = kTop + kRow * std::max<std::size_t>(c.rows.size(), 1);
   for (double v = 0; v <= top + step / 2; v += step) {
     const double x = kLabel + plot_w * v / top;
-    fmt::format_to(std::back_inserter(svg),
-                   "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
-                   "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
-                   x, x, kTop, plot_bottom, x, plot_bottom + 16, axis_label(v));
+    fmt::format_to(
+        std::back_inserter(svg),
+        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
+        "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
+        x, x, kTop, plot_bottom, x, plot_bottom + 16, axis_label(v));
   }
   fmt::format_to(std::back_inserter(svg),
                  "<text class=\"unit\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
@@ -186,10 +203,11 @@ std::string hbar_chart(const HBarChart& c, std::string_view caption) {
     }
     if (r.marker) {
       const double x = kLabel + plot_w * std::min(*r.marker, top) / top;
-      fmt::format_to(std::back_inserter(svg),
-                     "<line class=\"marker\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\">"
-                     "<title>{}: {} {}</title></line>",
-                     x, x, y - 3, y + 23, escape(r.marker_label), num(*r.marker), escape(c.unit));
+      fmt::format_to(
+          std::back_inserter(svg),
+          "<line class=\"marker\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\">"
+          "<title>{}: {} {}</title></line>",
+          x, x, y - 3, y + 23, escape(r.marker_label), num(*r.marker), escape(c.unit));
     }
   }
   svg += "</svg>";
@@ -215,9 +233,10 @@ std::string line_chart(const LineChart& c, std::string_view caption) {
   std::string svg = svg_open(c.title);
   y_axis(svg, top, step, c.y_unit, plot_w);
   for (double v = 0; v <= right + x_step / 2; v += x_step) {
-    fmt::format_to(std::back_inserter(svg),
-                   "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
-                   kLeft + plot_w * v / right, kHeight - kBottom + 16, axis_label(v));
+    fmt::format_to(
+        std::back_inserter(svg),
+        "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
+        kLeft + plot_w * v / right, kHeight - kBottom + 16, axis_label(v));
   }
   fmt::format_to(std::back_inserter(svg),
                  "<text class=\"unit\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
@@ -228,7 +247,8 @@ std::string line_chart(const LineChart& c, std::string_view caption) {
       fmt::format_to(std::back_inserter(pts), "{}{:.1f},{:.1f}", pts.empty() ? "" : " ",
                      kLeft + plot_w * p.x / right, kTop + plot_h * (1 - std::min(p.y, top) / top));
     fmt::format_to(std::back_inserter(svg),
-                   "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"><title>{}</title></polyline>",
+                   "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+                   "points=\"{}\"><title>{}</title></polyline>",
                    escape(s.color), pts, escape(s.name));
   }
   svg += "</svg>";

@@ -14,7 +14,7 @@ std::string escape(std::string_view text);
 
 struct Series {
   std::string name;
-  std::string color;                          // CSS color, from fathom's palette (never report text)
+  std::string color;  // CSS color, from fathom's palette (never report text)
   std::vector<std::optional<double>> values;  // one per category; empty: not measured there
 };
 

@@ -31,10 +31,20 @@ std::optional<LossTrend> LossTrend::fit(const std::vector<LossPoint>& fp32) {
   }
   // Two parameters were fitted: n - 2 degrees of freedom.
   t.noise_ = std::sqrt(ss / (n - 2));
-  t.last_step_ = std::max_element(fp32.begin(), fp32.end(), [](const LossPoint& a, const LossPoint& b) {
-                   return a.step < b.step;
-                 })->step;
-  t.level_ = my + t.slope_ * (static_cast<double>(t.last_step_) - mx);
+  t.last_step_ =
+      std::max_element(fp32.begin(), fp32.end(), [](const LossPoint& a, const LossPoint& b) {
+        return a.step < b.step;
+      })->step;
+  // A line through a convex, falling curve ends below it: never put the level under the mean of
+  // the last losses, or healthy training right after the window would look like a drift.
+  std::vector<LossPoint> by_step = fp32;
+  std::sort(by_step.begin(), by_step.end(),
+            [](const LossPoint& a, const LossPoint& b) { return a.step < b.step; });
+  const std::size_t k = std::min<std::size_t>(kRecentPoints, by_step.size());
+  double recent = 0;
+  for (std::size_t i = by_step.size() - k; i < by_step.size(); ++i) recent += by_step[i].loss;
+  t.level_ = std::max(my + t.slope_ * (static_cast<double>(t.last_step_) - mx),
+                      recent / static_cast<double>(k));
   return t;
 }
 
@@ -43,7 +53,8 @@ double LossTrend::reference(std::int64_t step) const noexcept {
   return level_ + std::max(slope_, 0.0) * ahead;
 }
 
-TrendCheck LossTrend::check(const std::vector<double>& recent, std::int64_t step, double tolerance) const noexcept {
+TrendCheck LossTrend::check(const std::vector<double>& recent, std::int64_t step,
+                            double tolerance) const noexcept {
   TrendCheck c;
   c.reference = reference(step);
   if (recent.empty()) {
@@ -65,7 +76,8 @@ double median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
   const double upper = values[mid];
   if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  const double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
   return (lower + upper) / 2;
 }
 

@@ -1,6 +1,5 @@
 #include <fathom/error.h>
 #include <fathom/memory_budget.h>
-
 #include <fmt/format.h>
 
 #include <array>
@@ -27,9 +26,10 @@ constexpr std::array<std::pair<std::string_view, double>, 12> kUnits{{{"KiB", 10
                                                                       {"T", 1099511627776.0}}};
 
 [[noreturn]] void reject(std::string_view text, std::string_view what, std::string_view why) {
-  throw Error(fmt::format("{}='{}' is not a memory budget ({}); write bytes such as 12GiB, 512MiB, "
-                          "8GB or 1000000, or a fraction of device memory such as 80% or 0.8",
-                          what, text, why));
+  throw Error(
+      fmt::format("{}='{}' is not a memory budget ({}); write bytes such as 12GiB, 512MiB, "
+                  "8GB or 1000000, or a fraction of device memory such as 80% or 0.8",
+                  what, text, why));
 }
 
 std::string_view trim(std::string_view s) {
@@ -47,7 +47,8 @@ MemoryBudget parse_memory_budget(std::string_view text, std::string_view what) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || !std::isfinite(value)) reject(text, what, "no number");
   const std::string_view number(s.data(), static_cast<std::size_t>(end - s.data()));
-  const std::string_view unit = trim(std::string_view(end, static_cast<std::size_t>(s.data() + s.size() - end)));
+  const std::string_view unit =
+      trim(std::string_view(end, static_cast<std::size_t>(s.data() + s.size() - end)));
   if (value <= 0) reject(text, what, "it must be positive");
   if (unit == "%") {
     if (value > 100) reject(text, what, "a percentage above 100");

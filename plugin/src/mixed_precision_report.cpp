@@ -1,8 +1,7 @@
 #include "mixed_precision_report.h"
 
-#include <fmt/format.h>
-
 #include <fathom/error.h>
+#include <fmt/format.h>
 
 #include <iterator>
 
@@ -31,11 +30,15 @@ json mixed_precision_json(const std::optional<MixedPrecisionSummary>& m) {
   if (!m) return nullptr;
   json phases = json::array();
   for (const PhasePrecision& p : m->phases)
-    phases.push_back({{"phase", std::string(phase_name(p.phase))}, {"low_precision", p.low_precision}, {"fp32", p.fp32}});
+    phases.push_back({{"phase", std::string(phase_name(p.phase))},
+                      {"low_precision", p.low_precision},
+                      {"fp32", p.fp32}});
   json history = json::array();
-  for (const ScalePoint& s : m->scale_history) history.push_back({{"step", s.step}, {"scale", s.scale}});
+  for (const ScalePoint& s : m->scale_history)
+    history.push_back({{"step", s.step}, {"scale", s.scale}});
   json events = json::array();
-  for (const AmpEvent& e : m->events) events.push_back({{"step", e.step}, {"kind", e.kind}, {"detail", e.detail}});
+  for (const AmpEvent& e : m->events)
+    events.push_back({{"step", e.step}, {"kind", e.kind}, {"detail", e.detail}});
   return {{"policy", m->policy},
           {"state", m->state},
           {"dtype", m->dtype},
@@ -71,7 +74,8 @@ std::optional<MixedPrecisionSummary> mixed_precision_from(const json& epoch) {
     const std::string name = p.at("phase").get<std::string>();
     const auto phase = phase_from_name(name);
     if (!phase) throw Error(fmt::format("unknown phase '{}' in mixed_precision.phases", name));
-    m.phases.push_back({*phase, p.at("low_precision").get<std::int64_t>(), p.at("fp32").get<std::int64_t>()});
+    m.phases.push_back(
+        {*phase, p.at("low_precision").get<std::int64_t>(), p.at("fp32").get<std::int64_t>()});
   }
   m.skipped_steps = j.at("skipped_steps").get<std::int64_t>();
   m.scale = optional_from<double>(j, "scale");
@@ -101,10 +105,14 @@ void mixed_precision_section(std::string& out, const EpochSummary& e) {
     const std::int64_t runs = p.low_precision + p.fp32;
     if (runs == 0) continue;
     std::string text;
-    if (p.low_precision == 0) text = "fp32";
-    else if (p.fp32 == 0) text = low;
-    else text = fmt::format("{} in {} of {}, fp32 in {}", low, p.low_precision, runs, p.fp32);
-    if (p.phase == Phase::Backward && p.low_precision > 0) text += " (autograd of the forward's casts)";
+    if (p.low_precision == 0)
+      text = "fp32";
+    else if (p.fp32 == 0)
+      text = low;
+    else
+      text = fmt::format("{} in {} of {}, fp32 in {}", low, p.low_precision, runs, p.fp32);
+    if (p.phase == Phase::Backward && p.low_precision > 0)
+      text += " (autograd of the forward's casts)";
     if (p.phase == Phase::Optimizer) text += " (fp32 master weights)";
     fmt::format_to(line, "  {:<10} {}\n", phase_name(p.phase), text);
   }
@@ -114,10 +122,13 @@ void mixed_precision_section(std::string& out, const EpochSummary& e) {
     std::string history;
     for (const ScalePoint& s : m.scale_history)
       history += fmt::format("{}{} @{}", history.empty() ? "" : ", ", scale_text(s.scale), s.step);
-    fmt::format_to(line, "  scale      {} now; {} changes{}{}\n", scale_text(*m.scale), m.scale_changes,
-                   history.empty() ? "" : ": ", history);
-    if (static_cast<std::int64_t>(m.scale_history.size()) < m.scale_changes)
-      fmt::format_to(line, "             (the first change and the latest {} shown)\n", m.scale_history.size() - 1);
+    fmt::format_to(line, "  scale      {} now; {} change{}{}{}\n", scale_text(*m.scale),
+                   m.scale_changes, m.scale_changes == 1 ? "" : "s", history.empty() ? "" : ": ",
+                   history);
+    // The history holds the epoch's first scale, then one point per change.
+    if (static_cast<std::int64_t>(m.scale_history.size()) < m.scale_changes + 1)
+      fmt::format_to(line, "             (the first and the latest {} shown)\n",
+                     m.scale_history.size() - 1);
   }
   if (m.fp32_loss_reference || m.fp32_step_ms) {
     auto opt = [](const std::optional<double>& v, const char* spec) {

@@ -1,12 +1,11 @@
 #pragma once
 // The mixed-precision section in the report writers (report_json.cpp, report_terminal.cpp).
 // Internal to the core: nlohmann stays out of the public headers.
-#include <optional>
-#include <string>
+#include <fathom/report.h>
 
 #include <nlohmann/json.hpp>
-
-#include <fathom/report.h>
+#include <optional>
+#include <string>
 
 namespace fathom::detail {
 

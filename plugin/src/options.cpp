@@ -36,9 +36,10 @@ constexpr Choices<bool, 8> kSwitches{{{"on", true},
 
 // Every variable fathom reads. An unknown FATHOM_* name is an error: a typo must not silently
 // leave a setting at its default.
-constexpr std::array<std::string_view, 8> kKnownVariables{
+constexpr std::array<std::string_view, 9> kKnownVariables{
     "FATHOM_MODE",          "FATHOM_REPORT_DIR", "FATHOM_RUN_NAME", "FATHOM_NVTX",
-    "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",      "FATHOM_PRINT",    "FATHOM_CHECKPOINT_BUDGET"};
+    "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",      "FATHOM_PRINT",    "FATHOM_CHECKPOINT_BUDGET",
+    "FATHOM_MERGE_TIMEOUT"};  // FATHOM_MERGE_TIMEOUT: read by rank_info.cpp
 
 template <typename T, std::size_t N>
 T parse_choice(const char* variable, std::string_view value, const Choices<T, N>& choices) {

@@ -5,7 +5,6 @@
 #include <fathom/gpu_summary.h>
 #include <fathom/hardware_fit.h>
 #include <fathom/report_writers.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -127,7 +126,7 @@ std::string why_not(const Environment& env, std::string_view what_contains, std:
 }
 
 // The GPU section of an epoch, when the report has one.
-const GpuSummary* gpu_of(const EpochSummary&) { return nullptr; }
+const GpuSummary* gpu_of(const EpochSummary& e) { return e.gpu ? &*e.gpu : nullptr; }
 
 void row(std::string& out, std::initializer_list<std::string> cells) {
   out += "<tr>";
@@ -182,17 +181,19 @@ std::string step_time_chart(const RunReport& r) {
   }
   if (outside_any) c.series.push_back({"outside any phase", kOutsideColor, outside});
   if (c.series.empty()) return html::not_measured_chart(c.title, "no step ran a phase scope");
-  return html::bar_chart(c, "Mean wall time per step of each phase; the data phase is the wait before a step.");
+  return html::bar_chart(
+      c, "Mean wall time per step of each phase; the data phase is the wait before a step.");
 }
 
 std::string memory_chart(const RunReport& r) {
   bool device = false, rss = false;
   for (const EpochSummary& e : r.epochs)
-    for (const PhaseSummary& p : e.phases) device = device || p.device_memory, rss = rss || p.rss_bytes_max;
+    for (const PhaseSummary& p : e.phases)
+      device = device || p.device_memory, rss = rss || p.rss_bytes_max;
   const std::string title = "Memory per phase across epochs";
   if (!device && !rss)
-    return html::not_measured_chart(
-        title, why_not(r.environment, "device memory", "no memory figure was recorded for any phase"));
+    return html::not_measured_chart(title, why_not(r.environment, "device memory",
+                                                   "no memory figure was recorded for any phase"));
   html::BarChart c;
   c.title = title;
   c.unit = "GiB";
@@ -211,9 +212,10 @@ std::string memory_chart(const RunReport& r) {
     if (any) c.series.push_back(std::move(s));
   }
   const std::string caption =
-      device ? "Peak bytes allocated by the caching allocator during each phase."
-             : "Process resident memory (CPU) at the end of each phase. Device memory not measured: " +
-                   why_not(r.environment, "device memory", "no device memory figures in this report");
+      device
+          ? "Peak bytes allocated by the caching allocator during each phase."
+          : "Process resident memory (CPU) at the end of each phase. Device memory not measured: " +
+                why_not(r.environment, "device memory", "no device memory figures in this report");
   return html::bar_chart(c, caption);
 }
 
@@ -223,8 +225,8 @@ std::string tensor_core_chart(const EpochSummary& e, const Environment& env) {
   const std::string title = "Tensor Core share of kernel time";
   const GpuSummary* g = gpu_of(e);
   if (!g || !g->gpu_activity || g->tensor_cores.kernel_ns <= 0)
-    return html::not_measured_chart(
-        title, why_not(env, "CUPTI", "no GPU kernel records in this report"));
+    return html::not_measured_chart(title,
+                                    why_not(env, "CUPTI", "no GPU kernel records in this report"));
   html::HBarChart c;
   c.title = title;
   c.unit = "ms of kernel time";
@@ -236,10 +238,12 @@ std::string tensor_core_chart(const EpochSummary& e, const Environment& env) {
                       ""});
   };
   add("all kernels", g->tensor_cores.tensor_core_ns, g->tensor_cores.kernel_ns);
-  for (const PhaseTensorCores& p : g->tensor_cores.phases) add(p.phase, p.tensor_core_ns, p.kernel_ns);
+  for (const PhaseTensorCores& p : g->tensor_cores.phases)
+    add(p.phase, p.tensor_core_ns, p.kernel_ns);
   return html::hbar_chart(
-      c, g->tensor_cores.share ? "Tensor Core share: " + pct(*g->tensor_cores.share) + " of compute-kernel time."
-                               : "");
+      c, g->tensor_cores.share
+             ? "Tensor Core share: " + pct(*g->tensor_cores.share) + " of compute-kernel time."
+             : "");
 }
 
 std::string transfer_chart(const EpochSummary& e, const Environment& env) {
@@ -251,34 +255,40 @@ std::string transfer_chart(const EpochSummary& e, const Environment& env) {
   if (g && g->gpu_activity) {
     for (const TransferDirection& d : g->transfers.directions) {
       if (!d.gb_per_s) continue;
-      const bool host = d.direction == MemcpyKind::HostToDevice || d.direction == MemcpyKind::DeviceToHost;
+      const bool host =
+          d.direction == MemcpyKind::HostToDevice || d.direction == MemcpyKind::DeviceToHost;
       c.rows.push_back({std::string(memcpy_kind_name(d.direction)),
                         {{"achieved (copy records)", "#4e79a7", *d.gb_per_s}},
                         host ? g->transfers.link.gb_per_s : std::nullopt,
                         "link peak"});
     }
     if (!c.rows.empty())
-      return html::hbar_chart(c, "Link: " + g->transfers.link.description +
-                                     ". Bytes over copy time, per direction.");
+      return html::hbar_chart(
+          c, "Link: " + g->transfers.link.description + ". Bytes over copy time, per direction.");
   }
-  if (e.telemetry && (e.telemetry->pcie_rx_bytes_per_s_mean || e.telemetry->pcie_tx_bytes_per_s_mean)) {
+  if (e.telemetry &&
+      (e.telemetry->pcie_rx_bytes_per_s_mean || e.telemetry->pcie_tx_bytes_per_s_mean)) {
     const PcieLinkState& l = e.telemetry->pcie;
     std::optional<double> peak;
     if (l.gen && l.width)
       if (auto p = pcie_peak_bytes_per_s(*l.gen, *l.width)) peak = *p / 1e9;
-    auto add = [&](const char* label, const std::optional<double>& mean, const std::optional<double>& max) {
+    auto add = [&](const char* label, const std::optional<double>& mean,
+                   const std::optional<double>& max) {
       if (!mean) return;
       std::vector<html::HBarSegment> seg{{"mean traffic (NVML)", "#4e79a7", *mean / 1e9}};
-      if (max && *max > *mean) seg.push_back({"up to the max sample", "#a0cbe8", (*max - *mean) / 1e9});
+      if (max && *max > *mean)
+        seg.push_back({"up to the max sample", "#a0cbe8", (*max - *mean) / 1e9});
       c.rows.push_back({label, seg, peak, "link peak"});
     };
     add("to device", e.telemetry->pcie_rx_bytes_per_s_mean, e.telemetry->pcie_rx_bytes_per_s_max);
     add("from device", e.telemetry->pcie_tx_bytes_per_s_mean, std::nullopt);
-    return html::hbar_chart(c, "PCIe traffic sampled by NVML (all traffic, not only copies). Copy "
-                               "records not measured: " +
-                                   why_not(env, "CUPTI", "no GPU copy records in this report"));
+    return html::hbar_chart(c,
+                            "PCIe traffic sampled by NVML (all traffic, not only copies). Copy "
+                            "records not measured: " +
+                                why_not(env, "CUPTI", "no GPU copy records in this report"));
   }
-  return html::not_measured_chart(title, why_not(env, "CUPTI", "no GPU copy records in this report"));
+  return html::not_measured_chart(title,
+                                  why_not(env, "CUPTI", "no GPU copy records in this report"));
 }
 
 std::string busy_chart(const EpochSummary& e, const Environment& env) {
@@ -300,7 +310,8 @@ std::string busy_chart(const EpochSummary& e, const Environment& env) {
                         std::nullopt,
                         ""});
     }
-    return html::hbar_chart(c, "Busy: kernels, copies and memsets. Idle split by what the host was doing.");
+    return html::hbar_chart(
+        c, "Busy: kernels, copies and memsets. Idle split by what the host was doing.");
   }
   if (e.telemetry && !e.telemetry->series.empty() && e.telemetry->gpu_utilization_pct_mean) {
     html::LineChart c;
@@ -335,8 +346,10 @@ std::string stats(const EpochSummary& e) {
   stat(fmt::format("{:.1f}", e.samples_per_second()), "samples per second");
   stat(fmt::format("{}", e.steps), e.failed_steps ? "steps (some failed)" : "steps");
   stat(fmt::format("{:.2f} s", e.wall_ms / 1000), "epoch wall time");
-  if (e.device_memory) stat(bytes_text(e.device_memory->peak_reserved_bytes), "peak device memory reserved");
-  if (e.telemetry && e.telemetry->energy_j) stat(fmt::format("{:.1f} kJ", *e.telemetry->energy_j / 1000), "GPU energy");
+  if (e.device_memory)
+    stat(bytes_text(e.device_memory->peak_reserved_bytes), "peak device memory reserved");
+  if (e.telemetry && e.telemetry->energy_j)
+    stat(fmt::format("{:.1f} kJ", *e.telemetry->energy_j / 1000), "GPU energy");
   return out + "</div>";
 }
 
@@ -357,8 +370,10 @@ std::string findings_html(const EpochSummary& e) {
     }
     if (!f.why.empty()) fmt::format_to(std::back_inserter(out), "<p>{}</p>", escape(f.why));
     if (!f.estimated_gain.empty())
-      fmt::format_to(std::back_inserter(out), "<p><b>Estimated gain:</b> {}</p>", escape(f.estimated_gain));
-    if (!f.fix.empty()) fmt::format_to(std::back_inserter(out), "<pre><code>{}</code></pre>", escape(f.fix));
+      fmt::format_to(std::back_inserter(out), "<p><b>Estimated gain:</b> {}</p>",
+                     escape(f.estimated_gain));
+    if (!f.fix.empty())
+      fmt::format_to(std::back_inserter(out), "<pre><code>{}</code></pre>", escape(f.fix));
     out += "</section>";
   }
   return out;
@@ -372,13 +387,14 @@ std::string phase_table(const EpochSummary& e) {
     if (p.count == 0) continue;
     const double per_step = e.steps ? p.wall_ms_total / e.steps : 0;
     const double step = e.step_ms_mean();
-    row(out, {escape(std::string(phase_name(p.phase)) + (p.inferred ? " (gap between steps)" : "")),
-              fmt::format("{}", p.count), fmt::format("{:.2f}", per_step),
-              step > 0 ? pct(per_step / step) : "-",
-              p.device_ms_total && e.steps ? fmt::format("{:.2f}", *p.device_ms_total / e.steps) : "-",
-              p.device_memory ? bytes_text(p.device_memory->peak_allocated_bytes) : "-",
-              p.device_memory ? bytes_text(p.device_memory->peak_reserved_bytes) : "-",
-              p.rss_bytes_max ? bytes_text(*p.rss_bytes_max) : "-"});
+    row(out,
+        {escape(std::string(phase_name(p.phase)) + (p.inferred ? " (gap between steps)" : "")),
+         fmt::format("{}", p.count), fmt::format("{:.2f}", per_step),
+         step > 0 ? pct(per_step / step) : "-",
+         p.device_ms_total && e.steps ? fmt::format("{:.2f}", *p.device_ms_total / e.steps) : "-",
+         p.device_memory ? bytes_text(p.device_memory->peak_allocated_bytes) : "-",
+         p.device_memory ? bytes_text(p.device_memory->peak_reserved_bytes) : "-",
+         p.rss_bytes_max ? bytes_text(*p.rss_bytes_max) : "-"});
   }
   return out + "</tbody></table>";
 }
@@ -407,8 +423,9 @@ std::string top_kernels_table(const EpochSummary& e) {
     out += "<h3>Tensor-Core-eligible ops that ran on CUDA cores</h3>";
     table_head(out, {"op", "shapes", "dtypes", "instances", "only CUDA cores", "CUDA core ms"});
     for (const EligibleOp& op : g->tensor_cores.on_cuda_cores)
-      row(out, {escape(op.op), escape(op.shapes), escape(op.dtypes), fmt::format("{}", op.instances),
-                fmt::format("{}", op.only_cuda_cores), fmt::format("{:.3f}", op.cuda_core_ns / 1e6)});
+      row(out,
+          {escape(op.op), escape(op.shapes), escape(op.dtypes), fmt::format("{}", op.instances),
+           fmt::format("{}", op.only_cuda_cores), fmt::format("{:.3f}", op.cuda_core_ns / 1e6)});
     out += "</tbody></table>";
   }
   return out;
@@ -420,8 +437,8 @@ std::string telemetry_table(const EpochSummary& e) {
   auto opt = [](const std::optional<double>& v, const char* spec) {
     return v ? fmt::format(fmt::runtime(spec), *v) : std::string("-");
   };
-  std::string out = fmt::format("<h3>Device telemetry ({}, {} samples over {:.1f} s)</h3>", escape(t.source),
-                                t.samples, t.duration_s);
+  std::string out = fmt::format("<h3>Device telemetry ({}, {} samples over {:.1f} s)</h3>",
+                                escape(t.source), t.samples, t.duration_s);
   out += "<table class=\"kv\"><tbody>";
   row(out, {"device", escape(t.device_name)});
   row(out, {"GPU busy (NVML)", opt(t.gpu_utilization_pct_mean, "{:.1f} % mean") + ", " +
@@ -429,31 +446,34 @@ std::string telemetry_table(const EpochSummary& e) {
   if (t.memory_used_bytes_max)
     row(out, {"memory used", bytes_text(*t.memory_used_bytes_max) + " peak of " +
                                  (t.memory_total_bytes ? bytes_text(*t.memory_total_bytes) : "-")});
-  row(out, {"power", opt(t.power_w_mean, "{:.0f} W mean") + ", " + opt(t.power_w_max, "{:.0f} W max") +
-                         ", limit " + opt(t.power_limit_w, "{:.0f} W")});
+  row(out,
+      {"power", opt(t.power_w_mean, "{:.0f} W mean") + ", " + opt(t.power_w_max, "{:.0f} W max") +
+                    ", limit " + opt(t.power_limit_w, "{:.0f} W")});
   row(out, {"energy", t.energy_j ? fmt::format("{:.1f} kJ", *t.energy_j / 1000) : "-"});
-  row(out, {"SM clock", opt(t.sm_clock_mhz_mean, "{:.0f} MHz mean") + " of " + opt(t.sm_clock_mhz_max, "{:.0f} MHz")});
+  row(out, {"SM clock", opt(t.sm_clock_mhz_mean, "{:.0f} MHz mean") + " of " +
+                            opt(t.sm_clock_mhz_max, "{:.0f} MHz")});
   std::string reasons;
   for (const ThrottleShare& r : t.throttle)
     reasons += (reasons.empty() ? "" : ", ") + escape(r.reason) + " " + pct(r.share);
   row(out, {"clock event reasons", reasons.empty() ? "none" : reasons});
   const PcieLinkState& l = t.pcie;
   auto i = [](const std::optional<int>& v) { return v ? std::to_string(*v) : std::string("-"); };
-  row(out, {"PCIe link", fmt::format("gen {} x{}{} (supports gen {} x{})", i(l.gen), i(l.width),
-                                     l.under_load ? " under load" : "", i(l.max_gen), i(l.max_width))});
+  row(out,
+      {"PCIe link", fmt::format("gen {} x{}{} (supports gen {} x{})", i(l.gen), i(l.width),
+                                l.under_load ? " under load" : "", i(l.max_gen), i(l.max_width))});
   if (t.nvlinks_active) row(out, {"NVLink links up", fmt::format("{}", *t.nvlinks_active)});
   out += "</tbody></table>";
   for (const Unmeasured& u : t.not_measured)
-    fmt::format_to(std::back_inserter(out), "<p class=\"muted\">not measured: {}: {}</p>", escape(u.what),
-                   escape(u.why));
+    fmt::format_to(std::back_inserter(out), "<p class=\"muted\">not measured: {}: {}</p>",
+                   escape(u.what), escape(u.why));
   return out;
 }
 
 std::string hardware_fit_table(const EpochSummary& e) {
   if (!e.footprint) return {};
   const MemoryFootprint& m = *e.footprint;
-  const HardwareFit fit =
-      hardware_fit(m, e.device_memory, e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  const HardwareFit fit = hardware_fit(
+      m, e.device_memory, e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
   std::string out = "<h3>Hardware fit</h3>";
   fmt::format_to(std::back_inserter(out),
                  "<p>Measured: parameters {} ({} values), gradients {}, optimizer state {}, "
@@ -463,7 +483,8 @@ std::string hardware_fit_table(const EpochSummary& e) {
                  bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
                  fit.fragmentation);
   out += "<table><thead><tr><th>configuration</th><th>needs</th>";
-  for (const CardSize& c : kFitCards) fmt::format_to(std::back_inserter(out), "<th>{}</th>", escape(c.label));
+  for (const CardSize& c : kFitCards)
+    fmt::format_to(std::back_inserter(out), "<th>{}</th>", escape(c.label));
   out += "</tr></thead><tbody>";
   for (const FitVariant& v : fit.variants) {
     std::string name = v.mixed_precision ? "mixed precision" : "fp32";
@@ -471,13 +492,18 @@ std::string hardware_fit_table(const EpochSummary& e) {
     if (v.as_run) name += " (as run)";
     out += "<tr><td class=\"text\">" + escape(name) + "</td>";
     if (!v.need_bytes) {
-      fmt::format_to(std::back_inserter(out), "<td class=\"text\" colspan=\"{}\">not estimated: {}</td></tr>",
+      fmt::format_to(std::back_inserter(out),
+                     "<td class=\"text\" colspan=\"{}\">not estimated: {}</td></tr>",
                      std::size(kFitCards) + 1, escape(v.why));
       continue;
     }
     out += "<td>" + bytes_text(*v.need_bytes) + "</td>";
     for (Fit f : v.cards)
-      out += std::string("<td>") + (f == Fit::Fits ? "fits" : f == Fit::Tight ? "tight" : "no") + "</td>";
+      out += std::string("<td>") +
+             (f == Fit::Fits    ? "fits"
+              : f == Fit::Tight ? "tight"
+                                : "no") +
+             "</td>";
     out += "</tr>";
   }
   return out + "</tbody></table>";
@@ -488,13 +514,14 @@ std::string epoch_panel(const EpochSummary& e, const Environment& env) {
   fmt::format_to(std::back_inserter(out), "<h2>Epoch {}{}</h2>", e.index,
                  e.ended_by_exception ? " (ended by an exception)" : "");
   out += stats(e);
-  fmt::format_to(std::back_inserter(out), "<h3>Findings ({})</h3>", e.findings.size());
-  out += findings_html(e);
-  out += "<h3>Charts</h3><div class=\"charts\">";
+  out += "<div class=\"charts\">";
   out += tensor_core_chart(e, env);
   out += transfer_chart(e, env);
   out += busy_chart(e, env);
-  out += "</div><h3>Phases</h3>";
+  out += "</div>";
+  fmt::format_to(std::back_inserter(out), "<h3>Findings ({})</h3>", e.findings.size());
+  out += findings_html(e);
+  out += "<h3>Phases</h3>";
   out += phase_table(e);
   out += copies_table(e);
   out += top_kernels_table(e);
@@ -512,15 +539,17 @@ std::string format_html_report(const RunReport& r) {
       "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">";
-  fmt::format_to(std::back_inserter(out), "<title>fathom report: {}</title><style>{}</style></head><body>",
+  fmt::format_to(std::back_inserter(out),
+                 "<title>fathom report: {}</title><style>{}</style></head><body>",
                  escape(r.run_name), kStyle);
   fmt::format_to(std::back_inserter(out),
                  "<header><h1>fathom report: {}</h1><p>{}{} | fathom {} | torch {} | mode {} | "
                  "started {} | host {} (pid {})</p></header><main>",
                  escape(r.run_name), escape(env.device),
                  env.device_name.empty() ? "" : " (" + escape(env.device_name) + ")",
-                 escape(env.fathom_version), escape(env.torch_version.empty() ? "-" : env.torch_version),
-                 escape(env.mode), escape(env.started_at), escape(env.hostname), env.pid);
+                 escape(env.fathom_version),
+                 escape(env.torch_version.empty() ? "-" : env.torch_version), escape(env.mode),
+                 escape(env.started_at), escape(env.hostname), env.pid);
   if (r.epochs.empty()) {
     out += "<p>No epoch has ended in this report.</p>";
   } else {
@@ -533,39 +562,44 @@ std::string format_html_report(const RunReport& r) {
       out += "<ol>";
       for (std::size_t i = 0; i < std::min<std::size_t>(3, last.findings.size()); ++i) {
         const Finding& f = last.findings[i];
-        fmt::format_to(std::back_inserter(out), "<li><b>{}</b>: {}{}</li>", severity_name(f.severity),
-                       escape(f.title), f.estimated_gain.empty() ? "" : " — " + escape(f.estimated_gain));
+        fmt::format_to(std::back_inserter(out), "<li><b>{}</b>: {}{}</li>",
+                       severity_name(f.severity), escape(f.title),
+                       f.estimated_gain.empty() ? "" : " — " + escape(f.estimated_gain));
       }
       out += "</ol>";
     }
     out += "<h2>Run overview</h2>";
     table_head(out, {"epoch", "steps", "samples/s", "step ms mean", "step ms max", "findings"});
     for (const EpochSummary& e : r.epochs)
-      row(out, {fmt::format("{}", e.index), fmt::format("{}", e.steps), fmt::format("{:.1f}", e.samples_per_second()),
-                fmt::format("{:.2f}", e.step_ms_mean()), fmt::format("{:.2f}", e.step_ms_max),
-                fmt::format("{}", e.findings.size())});
+      row(out,
+          {fmt::format("{}", e.index), fmt::format("{}", e.steps),
+           fmt::format("{:.1f}", e.samples_per_second()), fmt::format("{:.2f}", e.step_ms_mean()),
+           fmt::format("{:.2f}", e.step_ms_max), fmt::format("{}", e.findings.size())});
     out += "</tbody></table><div class=\"charts\">";
     out += step_time_chart(r);
     out += memory_chart(r);
     out += "</div>";
     out += "<nav class=\"tabs\" aria-label=\"epochs\">";
     for (const EpochSummary& e : r.epochs)
-      fmt::format_to(std::back_inserter(out),
-                     "<button type=\"button\" data-epoch-tab=\"{}\" aria-selected=\"false\">epoch {}</button>",
-                     e.index, e.index);
+      fmt::format_to(
+          std::back_inserter(out),
+          "<button type=\"button\" data-epoch-tab=\"{}\" aria-selected=\"false\">epoch {}</button>",
+          e.index, e.index);
     out += "</nav>";
     for (const EpochSummary& e : r.epochs) out += epoch_panel(e, env);
   }
   if (!env.not_measured.empty()) {
     out += "<h2>Not measured in this run</h2><ul>";
     for (const Unmeasured& u : env.not_measured)
-      fmt::format_to(std::back_inserter(out), "<li><b>{}</b>: {}</li>", escape(u.what), escape(u.why));
+      fmt::format_to(std::back_inserter(out), "<li><b>{}</b>: {}</li>", escape(u.what),
+                     escape(u.why));
     out += "</ul>";
   }
-  fmt::format_to(std::back_inserter(out),
-                 "<p class=\"muted\">Report schema {}. Numbers are measured; what was not measured says "
-                 "so.</p></main><script>{}</script></body></html>\n",
-                 r.schema_version, kScript);
+  fmt::format_to(
+      std::back_inserter(out),
+      "<p class=\"muted\">Report schema {}. Numbers are measured; what was not measured says "
+      "so.</p></main><script>{}</script></body></html>\n",
+      r.schema_version, kScript);
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "gpu_summary_json.h"
 #include "mixed_precision_report.h"
+#include "module_report_writers.h"
 
 namespace fathom {
 namespace {
@@ -269,6 +270,7 @@ json epoch_json(const EpochSummary& e) {
           {"footprint", footprint_json(e.footprint)},
           {"hardware_fit", hardware_fit_json(e)},
           {"mixed_precision", detail::mixed_precision_json(e.mixed_precision)},
+          {"modules", detail::module_report_json(e.modules)},
           {"gpu", e.gpu ? detail::gpu_summary_to_json(*e.gpu) : json(nullptr)},
           {"findings", findings}};
 }
@@ -323,6 +325,7 @@ EpochSummary epoch_from(const json& j) {
   e.telemetry = telemetry_from(j);
   e.footprint = footprint_from(j);
   e.mixed_precision = detail::mixed_precision_from(j);
+  e.modules = detail::module_report_from(j);
   if (auto g = j.find("gpu"); g != j.end() && !g->is_null()) e.gpu = detail::gpu_summary_from_json(*g);
   for (const json& fj : j.at("findings")) {
     Finding f;
@@ -351,7 +354,9 @@ std::string format_json_report(const RunReport& report) {
             {"run_name", report.run_name},
             {"environment", environment_json(report.environment)},
             {"epochs", epochs}};
-  return j.dump(2) + "\n";
+  // Kernel, op and module names come from drivers and traces: invalid UTF-8 is replaced (U+FFFD)
+  // rather than losing the report.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 RunReport parse_json_report(const std::string& text, const std::string& source_name) {

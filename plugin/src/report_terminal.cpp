@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "mixed_precision_report.h"
+#include "module_report_writers.h"
 
 #include <algorithm>
 #include <iterator>
@@ -243,6 +244,7 @@ std::string format_terminal_report(const RunReport& report, int epoch) {
   memory_section(out, e);
   hardware_fit_section(out, e);
   detail::mixed_precision_section(out, e);
+  detail::module_report_section(out, e);
   telemetry_section(out, e);
   not_measured_section(out, env);
   findings(out, e);

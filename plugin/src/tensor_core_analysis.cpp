@@ -12,8 +12,8 @@ std::optional<double> ratio(std::int64_t part, std::int64_t whole) {
 }
 
 EligibleOp eligible_op(const EligibleOpStats& s) {
-  return EligibleOp{s.name, s.shapes, s.dtypes, s.misaligned, s.instances, s.only_cuda_cores,
-                    s.tensor_core_ns, s.cuda_core_ns};
+  return EligibleOp{s.name,      s.shapes,          s.dtypes,         s.misaligned,
+                    s.instances, s.only_cuda_cores, s.tensor_core_ns, s.cuda_core_ns};
 }
 
 }  // namespace
@@ -38,25 +38,29 @@ TensorCoreResult analyze_tensor_cores(const GpuAggregate& a) {
     f->total_ns += k.total_ns;
   }
   r.share = ratio(r.tensor_core_ns, r.kernel_ns);
-  std::stable_sort(r.families.begin(), r.families.end(),
-                   [](const KernelFamilyTime& x, const KernelFamilyTime& y) { return x.total_ns > y.total_ns; });
+  std::stable_sort(
+      r.families.begin(), r.families.end(),
+      [](const KernelFamilyTime& x, const KernelFamilyTime& y) { return x.total_ns > y.total_ns; });
 
   for (std::size_t i = 0; i < kPhaseBuckets; ++i) {
     const PhaseGpuStats& p = a.phases[i];
     const std::int64_t compute = p.kernel_ns - p.communication_ns;
     if (compute <= 0) continue;
-    const std::string name = i == kUnattributed ? "unattributed" : std::string(phase_name(kAllPhases[i]));
+    const std::string name =
+        i == kUnattributed ? "unattributed" : std::string(phase_name(kAllPhases[i]));
     r.phases.push_back({name, compute, p.tensor_core_ns, ratio(p.tensor_core_ns, compute)});
   }
 
   std::vector<const KernelStats*> by_time;
   for (const KernelStats& k : a.kernels) by_time.push_back(&k);
-  std::stable_sort(by_time.begin(), by_time.end(),
-                   [](const KernelStats* x, const KernelStats* y) { return x->total_ns > y->total_ns; });
+  std::stable_sort(by_time.begin(), by_time.end(), [](const KernelStats* x, const KernelStats* y) {
+    return x->total_ns > y->total_ns;
+  });
   for (std::size_t i = 0; i < by_time.size() && i < kTopKernels; ++i) {
     const KernelStats& k = *by_time[i];
-    r.top_kernels.push_back({k.name, std::string(k.kind.family), k.kind.tensor_core, k.kind.communication,
-                             std::string(precision_name(k.kind.precision)), k.count, k.total_ns});
+    r.top_kernels.push_back({k.name, std::string(k.kind.family), k.kind.tensor_core,
+                             k.kind.communication, std::string(precision_name(k.kind.precision)),
+                             k.count, k.total_ns});
   }
 
   r.ops_recorded = !a.eligible_ops.empty();
@@ -69,10 +73,12 @@ TensorCoreResult analyze_tensor_cores(const GpuAggregate& a) {
     if (s.only_cuda_cores > 0) on_cuda.push_back(eligible_op(s));
     if (!s.misaligned.empty() && s.with_kernels > 0) misaligned.push_back(eligible_op(s));
   }
-  std::stable_sort(on_cuda.begin(), on_cuda.end(),
-                   [](const EligibleOp& x, const EligibleOp& y) { return x.cuda_core_ns > y.cuda_core_ns; });
-  std::stable_sort(misaligned.begin(), misaligned.end(),
-                   [](const EligibleOp& x, const EligibleOp& y) { return x.instances > y.instances; });
+  std::stable_sort(on_cuda.begin(), on_cuda.end(), [](const EligibleOp& x, const EligibleOp& y) {
+    return x.cuda_core_ns > y.cuda_core_ns;
+  });
+  std::stable_sort(
+      misaligned.begin(), misaligned.end(),
+      [](const EligibleOp& x, const EligibleOp& y) { return x.instances > y.instances; });
   if (on_cuda.size() > kTopOps) on_cuda.resize(kTopOps);
   if (misaligned.size() > kTopOps) misaligned.resize(kTopOps);
   r.on_cuda_cores = std::move(on_cuda);

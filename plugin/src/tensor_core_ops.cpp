@@ -34,8 +34,9 @@ constexpr std::array<std::string_view, 23> kAtenOps{
 
 // Autograd nodes (their names carry a version suffix: MmBackward0).
 constexpr std::array<std::string_view, 8> kBackwardNodes{
-    "MmBackward",          "AddmmBackward",          "BmmBackward",
-    "BaddbmmBackward",     "ConvolutionBackward",    "CudnnConvolutionBackward",
+    "MmBackward",          "AddmmBackward",
+    "BmmBackward",         "BaddbmmBackward",
+    "ConvolutionBackward", "CudnnConvolutionBackward",
     "LinearBackward",      "ConvolutionTransposeBackward",
 };
 

@@ -1,6 +1,5 @@
 #include <fathom/timeline_analysis.h>
 
-
 namespace fathom {
 namespace {
 

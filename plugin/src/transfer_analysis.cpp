@@ -12,14 +12,20 @@ std::optional<double> ratio(double part, double whole) {
   return part / whole;
 }
 
-bool host_side(MemcpyKind k) { return k == MemcpyKind::HostToDevice || k == MemcpyKind::DeviceToHost; }
+bool host_side(MemcpyKind k) {
+  return k == MemcpyKind::HostToDevice || k == MemcpyKind::DeviceToHost;
+}
 
 MemoryKind host_memory_of(const MemcpyStats& m) {
   switch (m.kind) {
-    case MemcpyKind::HostToDevice: return m.src;
-    case MemcpyKind::DeviceToHost: return m.dst;
-    case MemcpyKind::HostToHost: return m.src;
-    default: return MemoryKind::Device;
+    case MemcpyKind::HostToDevice:
+      return m.src;
+    case MemcpyKind::DeviceToHost:
+      return m.dst;
+    case MemcpyKind::HostToHost:
+      return m.src;
+    default:
+      return MemoryKind::Device;
   }
 }
 
@@ -27,9 +33,9 @@ MemoryKind host_memory_of(const MemcpyStats& m) {
 
 std::optional<double> pcie_peak_gb_per_s(int generation, int width) noexcept {
   // GT/s per lane times coding efficiency, over 8 bits.
-  constexpr std::array<double, 6> kLaneGBps{2.5 * 8 / 10 / 8, 5.0 * 8 / 10 / 8, 8.0 * 128 / 130 / 8,
-                                            16.0 * 128 / 130 / 8, 32.0 * 128 / 130 / 8,
-                                            64.0 * 242 / 256 / 8};
+  constexpr std::array<double, 6> kLaneGBps{2.5 * 8 / 10 / 8,     5.0 * 8 / 10 / 8,
+                                            8.0 * 128 / 130 / 8,  16.0 * 128 / 130 / 8,
+                                            32.0 * 128 / 130 / 8, 64.0 * 242 / 256 / 8};
   constexpr std::array<int, 7> kWidths{1, 2, 4, 8, 12, 16, 32};
   if (generation < 1 || generation > static_cast<int>(kLaneGBps.size())) return std::nullopt;
   if (std::find(kWidths.begin(), kWidths.end(), width) == kWidths.end()) return std::nullopt;
@@ -38,23 +44,34 @@ std::optional<double> pcie_peak_gb_per_s(int generation, int width) noexcept {
 
 std::string_view memcpy_kind_name(MemcpyKind k) noexcept {
   switch (k) {
-    case MemcpyKind::HostToDevice: return "HtoD";
-    case MemcpyKind::DeviceToHost: return "DtoH";
-    case MemcpyKind::DeviceToDevice: return "DtoD";
-    case MemcpyKind::HostToHost: return "HtoH";
-    case MemcpyKind::PeerToPeer: return "PtoP";
-    case MemcpyKind::Unknown: break;
+    case MemcpyKind::HostToDevice:
+      return "HtoD";
+    case MemcpyKind::DeviceToHost:
+      return "DtoH";
+    case MemcpyKind::DeviceToDevice:
+      return "DtoD";
+    case MemcpyKind::HostToHost:
+      return "HtoH";
+    case MemcpyKind::PeerToPeer:
+      return "PtoP";
+    case MemcpyKind::Unknown:
+      break;
   }
   return "unknown";
 }
 
 std::string_view memory_kind_name(MemoryKind k) noexcept {
   switch (k) {
-    case MemoryKind::Pageable: return "pageable";
-    case MemoryKind::Pinned: return "pinned";
-    case MemoryKind::Device: return "device";
-    case MemoryKind::Managed: return "managed";
-    case MemoryKind::Unknown: break;
+    case MemoryKind::Pageable:
+      return "pageable";
+    case MemoryKind::Pinned:
+      return "pinned";
+    case MemoryKind::Device:
+      return "device";
+    case MemoryKind::Managed:
+      return "managed";
+    case MemoryKind::Unknown:
+      break;
   }
   return "unknown";
 }
@@ -109,11 +126,13 @@ TransferResult analyze_transfers(const GpuAggregate& a, const LinkPeak& link) {
   // bytes per nanosecond is GB/s.
   for (TransferRow& row : r.rows) {
     row.gb_per_s = ratio(static_cast<double>(row.bytes), static_cast<double>(row.total_ns));
-    if (row.gb_per_s && link.gb_per_s && host_side(row.direction)) row.share_of_peak = *row.gb_per_s / *link.gb_per_s;
+    if (row.gb_per_s && link.gb_per_s && host_side(row.direction))
+      row.share_of_peak = *row.gb_per_s / *link.gb_per_s;
   }
   for (TransferDirection& d : r.directions) {
     d.gb_per_s = ratio(static_cast<double>(d.bytes), static_cast<double>(d.total_ns));
-    if (d.gb_per_s && link.gb_per_s && host_side(d.direction)) d.share_of_peak = *d.gb_per_s / *link.gb_per_s;
+    if (d.gb_per_s && link.gb_per_s && host_side(d.direction))
+      d.share_of_peak = *d.gb_per_s / *link.gb_per_s;
   }
   auto by_kind = [](const auto& x, const auto& y) { return x.direction < y.direction; };
   std::stable_sort(r.directions.begin(), r.directions.end(), by_kind);
@@ -127,9 +146,11 @@ TransferResult analyze_transfers(const GpuAggregate& a, const LinkPeak& link) {
     r.busy_ns += t.memcpy_ns;
     r.overlap_with_kernels_ns += t.memcpy_ns + t.kernel_ns - t.kernel_or_memcpy_ns;
   }
-  r.overlap_share = ratio(static_cast<double>(r.overlap_with_kernels_ns), static_cast<double>(r.busy_ns));
+  r.overlap_share =
+      ratio(static_cast<double>(r.overlap_with_kernels_ns), static_cast<double>(r.busy_ns));
   r.window_ns = a.window_ns();
-  if (r.count > 0) r.share_of_window = ratio(static_cast<double>(r.busy_ns), static_cast<double>(r.window_ns));
+  if (r.count > 0)
+    r.share_of_window = ratio(static_cast<double>(r.busy_ns), static_cast<double>(r.window_ns));
   return r;
 }
 

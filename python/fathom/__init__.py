@@ -75,6 +75,20 @@ class Session:
             self._hooks.append(module.register_forward_hook(r.post_hook, always_call=True))
         return model
 
+    def configure_amp(self, when="mode", dtype=None, warmup_steps=None, watch_steps=None,
+                      tolerance=None, rollback_if_slower=None):
+        """Mixed precision, as fathom::configure_amp in C++; call it before the first epoch.
+
+        when: "mode" (mode="auto" runs the first steps in fp32, then turns autocast on around
+        every `step.forward()` and rolls it back if the loss goes non-finite, drifts or the steps
+        get slower), "always" (from the first step), or "never". dtype: "bf16" or "fp16"; None
+        picks bf16 where the device has it. Give the loss with `step.loss(loss)` so the policy can
+        watch it. fathom cannot scale the loss for a Python optimizer: in "mode" it never picks
+        fp16; with when="always", dtype="fp16" bring torch.amp.GradScaler.
+        """
+        self._c.configure_amp(when=when, dtype=dtype, warmup_steps=warmup_steps, watch_steps=watch_steps,
+                              tolerance=tolerance, rollback_if_slower=rollback_if_slower)
+
     def close(self):
         """Ends the session: removes module hooks and op callbacks; the report stays readable."""
         for h in self._hooks:

@@ -7,6 +7,7 @@
 // records, the same NVTX ranges, the same JSON report.
 #include <torch/csrc/utils/pybind.h>
 
+#include <fathom/amp.h>
 #include <fathom/clock.h>
 #include <fathom/error.h>
 #include <fathom/nvtx.h>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "amp_extension.h"
 #include "session_state.h"
 
 namespace py = pybind11;
@@ -68,6 +70,7 @@ class PySession {
   explicit PySession(Options options) : session_(std::make_unique<Session>(std::move(options))) {}
 
   SessionState* state() const noexcept { return session_ ? session_->internal_state() : nullptr; }
+  Session* session() const noexcept { return session_.get(); }
   bool active() const noexcept { return state() != nullptr; }
   const Options& options() const { return session_ ? session_->options() : closed_options_; }
   std::string report_path() const { return session_ ? session_->report_path() : closed_report_path_; }
@@ -161,6 +164,13 @@ class PyStep {
   bool is_open() const noexcept { return state_ == ScopeState::Open; }
 
   PyPhase phase(Phase p) { return PyPhase(owner_, this, p); }
+
+  // As StepScope::loss: Auto mode's mixed-precision policy watches the loss it is given.
+  void loss(const at::Tensor& loss) {
+    if (!is_open()) throw Error("step.loss() outside its step: call it inside `with e.step(n) as step:`");
+    if (SessionState* s = owner_->state())
+      if (auto* amp = s->extension<detail::AmpExtension>()) amp->loss(loss);
+  }
 
   // As StepScope::to_device: t.to(device, non_blocking) inside a copy phase, with its record.
   at::Tensor to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
@@ -272,6 +282,30 @@ class ModuleRange {
   nvtx::Name name_;
 };
 
+// Python loops step their own optimizers, so fathom cannot scale an fp16 loss for them: Auto mode
+// then stays in bf16 or fp32 (the AMP extension refuses fp16 without step.scaled/apply), and an
+// fp16 loop brings torch.amp.GradScaler.
+void configure_session_amp(PySession& s, const std::string& when, std::optional<std::string> dtype,
+                           std::optional<int> warmup_steps, std::optional<int> watch_steps,
+                           std::optional<double> tolerance, std::optional<bool> rollback_if_slower) {
+  AmpOptions o;
+  if (when == "mode") o.when(AmpOptions::When::Mode);
+  else if (when == "always") o.when(AmpOptions::When::Always);
+  else if (when == "never") o.when(AmpOptions::When::Never);
+  else throw Error("when='" + when + "' is not one of: mode, always, never");
+  if (dtype) {
+    if (*dtype == "bf16" || *dtype == "bfloat16") o.dtype(c10::ScalarType::BFloat16);
+    else if (*dtype == "fp16" || *dtype == "float16") o.dtype(c10::ScalarType::Half);
+    else throw Error("dtype='" + *dtype + "' is not one of: bf16, fp16 (None: bf16 where the device has it)");
+  }
+  if (warmup_steps) o.warmup_steps(*warmup_steps);
+  if (watch_steps) o.watch_steps(*watch_steps);
+  if (tolerance) o.tolerance(*tolerance);
+  if (rollback_if_slower) o.rollback_if_slower(*rollback_if_slower);
+  if (s.open_epoch) throw Error("configure_amp() inside an epoch: call it before `with session.epoch()`");
+  if (Session* session = s.session()) configure_amp(*session, o);
+}
+
 c10::Device to_torch_device(const py::handle& device) {
   if (THPDevice_Check(device.ptr())) return reinterpret_cast<THPDevice*>(device.ptr())->device;
   return py::module_::import("torch").attr("device")(device).cast<c10::Device>();
@@ -309,6 +343,8 @@ PYBIND11_MODULE(_C, m) {
             return s.phase(*p);
           },
           py::arg("name"), py::keep_alive<0, 1>())
+      .def("loss", &PyStep::loss, py::arg("loss"),
+           "tells fathom the step's loss (Auto mode's mixed-precision policy watches it)")
       .def(
           "to_device",
           [](PyStep& s, const at::Tensor& t, const py::handle& device, bool non_blocking) {
@@ -337,6 +373,9 @@ PYBIND11_MODULE(_C, m) {
            py::arg("cupti") = py::none(), py::arg("print_report") = py::none())
       .def("epoch", [](PySession& s) { return PyEpoch(&s); }, py::keep_alive<0, 1>())
       .def("close", &PySession::close)
+      .def("configure_amp", &configure_session_amp, py::arg("when") = "mode", py::arg("dtype") = py::none(),
+           py::arg("warmup_steps") = py::none(), py::arg("watch_steps") = py::none(),
+           py::arg("tolerance") = py::none(), py::arg("rollback_if_slower") = py::none())
       .def_property_readonly("active", &PySession::active)
       .def_property_readonly("mode", [](const PySession& s) { return std::string(mode_name(s.options().mode())); })
       .def_property_readonly("nvtx", [](const PySession& s) { return std::string(nvtx_level_name(s.options().nvtx())); })

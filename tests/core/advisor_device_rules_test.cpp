@@ -1,6 +1,5 @@
 // Device telemetry rules: PCIe link, clocks (advisor_device_rules.cpp).
 #include <fathom/advisor.h>
-
 #include <gtest/gtest.h>
 
 #include "advisor_fixtures.h"

@@ -10,7 +10,8 @@ namespace fathom::test {
 
 // An epoch of `steps` steps whose step time is all forward (so the unaccounted rule stays quiet)
 // and whose data phase is the gap between steps.
-inline EpochSummary epoch_with(double step_ms_total, double data_ms_total, std::int64_t steps = 10) {
+inline EpochSummary epoch_with(double step_ms_total, double data_ms_total,
+                               std::int64_t steps = 10) {
   EpochSummary e;
   for (Phase p : kAllPhases) e.phases[static_cast<std::size_t>(p)].phase = p;
   e.steps = steps;

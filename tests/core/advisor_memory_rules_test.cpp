@@ -1,6 +1,5 @@
 // Memory rules: near capacity, hardware fit, larger batch (advisor_memory_rules.cpp).
 #include <fathom/advisor.h>
-
 #include <gtest/gtest.h>
 
 #include "advisor_fixtures.h"
@@ -81,7 +80,8 @@ TEST(AdvisorMemory, HardwareFitFiresWhenTheRunFillsItsCard) {
   ASSERT_NE(as_run, nullptr);
   EXPECT_EQ(as_run->value, "needs 22.75 GiB; fits 24 GB (tight), 40 GB, 80 GB, 141 GB");
   // Mixed precision: (8 + 6.5 activations + 1 weight copies) x 22/21 + 0.75 = 16.99 GiB.
-  EXPECT_EQ(evidence(*f, "mixed precision")->value, "needs 16.99 GiB; fits 24 GB, 40 GB, 80 GB, 141 GB");
+  EXPECT_EQ(evidence(*f, "mixed precision")->value,
+            "needs 16.99 GiB; fits 24 GB, 40 GB, 80 GB, 141 GB");
   // The least change that fits with headroom is mixed precision (the larger of the fitting needs).
   EXPECT_NE(f->estimated_gain.find("with mixed precision"), std::string::npos) << f->estimated_gain;
   EXPECT_NE(f->fix.find("Mode::Auto"), std::string::npos);

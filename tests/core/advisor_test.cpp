@@ -1,6 +1,5 @@
 // The host-side rules (advisor_host_rules.cpp) and the ordering of findings (advisor.cpp).
 #include <fathom/advisor.h>
-
 #include <gtest/gtest.h>
 
 #include "advisor_fixtures.h"
@@ -79,7 +78,7 @@ TEST(Advisor, QuietEpochHasNoFindings) {
 }
 
 TEST(Advisor, MostSevereFirstThenLargestGain) {
-  EpochSummary e = epoch_with(500, 500);  // 50 %: critical
+  EpochSummary e = epoch_with(500, 500);                                   // 50 %: critical
   e.phases[static_cast<std::size_t>(Phase::Forward)].wall_ms_total = 100;  // unaccounted: info
   e.copies.push_back(CopySummary{CopyDirection::HostToDevice, true, false, 10, 100 << 20, 50.0});
   auto fs = advise(e, Environment{});

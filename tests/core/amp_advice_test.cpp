@@ -1,7 +1,6 @@
 #include <fathom/advisor.h>
 #include <fathom/amp_advice.h>
 #include <fathom/tensor_core_analysis.h>
-
 #include <gtest/gtest.h>
 
 namespace fathom {
@@ -44,7 +43,8 @@ TEST(AmpAdvice, CpuGivesNoFindingAndSaysWhy) {
 
 TEST(AmpAdvice, PreVoltaHasNoTensorCores) {
   std::vector<Unmeasured> nm;
-  EXPECT_FALSE(mixed_precision_finding(epoch_with_device_times(), {true, "Tesla P100", 6, 0}, nullptr, nm));
+  EXPECT_FALSE(
+      mixed_precision_finding(epoch_with_device_times(), {true, "Tesla P100", 6, 0}, nullptr, nm));
   EXPECT_TRUE(has(nm, "mixed-precision speed-up"));
 }
 
@@ -73,9 +73,11 @@ TEST(AmpAdvice, TensorCoreAnalysisGivesTheMeasuredShare) {
   tc.share = 0.1;
   tc.ops_recorded = true;
   tc.eligible_cuda_core_ns = 60'000'000;
-  tc.on_cuda_cores.push_back({"aten::mm", "[64,512] [512,512]", "float float", "", 10, 10, 0, 60'000'000});
+  tc.on_cuda_cores.push_back(
+      {"aten::mm", "[64,512] [512,512]", "float float", "", 10, 10, 0, 60'000'000});
   std::vector<Unmeasured> nm;
-  auto f = mixed_precision_finding(epoch_with_device_times(), {true, "Tesla V100-SXM2-16GB", 7, 0}, &tc, nm);
+  auto f = mixed_precision_finding(epoch_with_device_times(), {true, "Tesla V100-SXM2-16GB", 7, 0},
+                                   &tc, nm);
   ASSERT_TRUE(f);
   EXPECT_NE(f->title.find("fp16"), std::string::npos);
   EXPECT_EQ(evidence(*f, "eligible time (measured)"), "60.0 ms, 60.0 % of GPU compute-kernel time");
@@ -98,7 +100,8 @@ TEST(AmpAdvice, LittleEligibleWorkGivesNoFinding) {
 
 TEST(AmpAdvice, UnknownGpuStillListsTheWorkButNoSpeedup) {
   std::vector<Unmeasured> nm;
-  auto f = mixed_precision_finding(epoch_with_device_times(), {true, "Future GPU", 13, 0}, nullptr, nm);
+  auto f =
+      mixed_precision_finding(epoch_with_device_times(), {true, "Future GPU", 13, 0}, nullptr, nm);
   ASSERT_TRUE(f);
   EXPECT_FALSE(f->gain_fraction);
   EXPECT_EQ(f->severity, Severity::Info);

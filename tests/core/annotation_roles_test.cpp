@@ -1,5 +1,4 @@
 #include <fathom/annotation_roles.h>
-
 #include <gtest/gtest.h>
 
 namespace fathom {
@@ -34,8 +33,22 @@ TEST(AnnotationRoles, PyTorchProfilerNames) {
   expect_phase("autograd::engine::evaluate_function: ConvolutionBackward0", Phase::Backward);
 }
 
+// 2021 traces have no evaluate_function wrapper: the autograd nodes themselves mark backward.
+TEST(AnnotationRoles, AutogradNodesAreBackward) {
+  for (const char* n : {"CudnnConvolutionBackward", "ReluBackward1", "MmBackward0", "AddBackward0",
+                        "torch::autograd::AccumulateGrad"})
+    expect_phase(n, Phase::Backward);
+  for (const char* n : {"aten::cudnn_convolution_backward", "Backward", "backward0",
+                        "aten::threshold_backward", "my Backward"})
+    EXPECT_NE(annotation_meaning(n).phase == Phase::Backward &&
+                  annotation_meaning(n).role == AnnotationRole::Phase,
+              true)
+        << n;
+}
+
 TEST(AnnotationRoles, OthersMeanNothing) {
-  for (const char* n : {"nccl:all_reduce", "[param|cuda]", "aten::mm", "stepper", "Forward", ""})
+  for (const char* n :
+       {"nccl:all_reduce", "[param|cuda]", "aten::mm", "stepper", "Forward", "Backward", ""})
     EXPECT_EQ(annotation_meaning(n).role, AnnotationRole::None) << n;
 }
 

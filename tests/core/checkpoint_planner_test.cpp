@@ -1,6 +1,5 @@
 #include <fathom/checkpoint_planner.h>
 #include <fathom/error.h>
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,9 +66,9 @@ std::vector<Outcome> brute_force(const std::vector<ChainBlock>& chain) {
 TEST(CheckpointPlanner, ModelOfAThreeBlockChainByHand) {
   // x0 (100 B) -> A -> x1 (200 B) -> B -> x2 (300 B) -> C -> x3 (50 B)
   std::vector<ChainBlock> chain(3);
-  chain[0] = {"A", 10, 100, 0, 100, 200, 1.0};   // keeps its input, like a Linear
-  chain[1] = {"B", 20, 0, 300, 200, 300, 2.0};   // keeps its output, like a ReLU
-  chain[2] = {"C", 30, 300, 0, 300, 50, 4.0};    // keeps its input
+  chain[0] = {"A", 10, 100, 0, 100, 200, 1.0};  // keeps its input, like a Linear
+  chain[1] = {"B", 20, 0, 300, 200, 300, 2.0};  // keeps its output, like a ReLU
+  chain[2] = {"C", 30, 300, 0, 300, 50, 4.0};   // keeps its input
   const PlanCost plain = evaluate_plan(chain, {});
   // own 60 + x0 100 + x1 0 + x2 max(300, 300) + x3 0
   EXPECT_EQ(plain.stored_bytes, 460);
@@ -120,6 +119,7 @@ TEST(CheckpointPlanner, AgreesWithBruteForceOnRandomChainsUpToTwelveBlocks) {
         if (o.cost.peak_bytes <= budget) best = std::min(best, o.cost.recompute_ms);
       const CheckpointPlan plan = plan_checkpoints(chain, budget);
       ASSERT_TRUE(plan.feasible) << plan.message;
+      EXPECT_TRUE(plan.exact);
       EXPECT_NEAR(plan.recompute_ms, best, 1e-9) << "n=" << n << " budget=" << budget;
       const PlanCost cost = evaluate_plan(chain, plan.segments);
       EXPECT_LE(cost.peak_bytes, budget);
@@ -129,6 +129,36 @@ TEST(CheckpointPlanner, AgreesWithBruteForceOnRandomChainsUpToTwelveBlocks) {
     }
   }
   EXPECT_EQ(checked, 48 * 5);
+}
+
+TEST(CheckpointPlanner, OneBlockSegmentsAgreeWithBruteForce) {
+  // Blocks a loop runs one by one (fathom::block) are checkpointed one by one.
+  std::mt19937 rng(43);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int n = 1 + trial % 12;
+    const auto chain = random_chain(n, rng);
+    std::vector<Outcome> singles;
+    for (Outcome& o : brute_force(chain)) {
+      bool all_single = true;
+      for (const CheckpointSegment& s : o.segments) all_single = all_single && s.end - s.begin == 1;
+      if (all_single) singles.push_back(std::move(o));
+    }
+    std::int64_t least = std::numeric_limits<std::int64_t>::max(), most = 0;
+    for (const Outcome& o : singles) {
+      least = std::min(least, o.cost.peak_bytes);
+      most = std::max(most, o.cost.peak_bytes);
+    }
+    ASSERT_EQ(min_feasible_budget(chain, 1), least);
+    for (std::int64_t budget : {least, (least + most) / 2, most}) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const Outcome& o : singles)
+        if (o.cost.peak_bytes <= budget) best = std::min(best, o.cost.recompute_ms);
+      const CheckpointPlan plan = plan_checkpoints(chain, budget, 1);
+      ASSERT_TRUE(plan.feasible) << plan.message;
+      EXPECT_NEAR(plan.recompute_ms, best, 1e-9);
+      for (const CheckpointSegment& s : plan.segments) EXPECT_EQ(s.end - s.begin, 1);
+    }
+  }
 }
 
 TEST(CheckpointPlanner, SqrtSegmentsNeverBeatItAtEqualMemory) {

@@ -1,8 +1,7 @@
 // The buffer parser on records laid out with CUPTI's own structs (cupti_activity.h, CUDA 13).
-#include <gtest/gtest.h>
-
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
+#include <gtest/gtest.h>
 
 #include "activity_parser.h"
 #include "fake_cupti.h"
@@ -39,7 +38,8 @@ TEST_F(ActivityParserTest, KernelFieldsComeFromKernel10) {
   ParsedBuffer p = parse(/*offset=*/100);
   ASSERT_EQ(p.activity.kernels.size(), 1u);
   const KernelRecord& r = p.activity.kernels[0];
-  EXPECT_EQ(r.name, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1");
+  EXPECT_EQ(r.name,
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1");
   EXPECT_EQ(r.device, 1);
   EXPECT_EQ(r.stream, 13);
   EXPECT_EQ(r.start_ns, 5100);
@@ -87,7 +87,8 @@ TEST_F(ActivityParserTest, MemcpyTellsPageableFromPinnedAndAsyncFromSync) {
   EXPECT_EQ(a.stream, 7);
   EXPECT_EQ(a.start_ns, 1000);
   EXPECT_EQ(a.end_ns, 2000);
-  EXPECT_EQ(a.correlation_id, 11u) << "the runtime call's id: the one fathom's external ids were pushed around";
+  EXPECT_EQ(a.correlation_id, 11u)
+      << "the runtime call's id: the one fathom's external ids were pushed around";
   const MemcpyRecord& c = p.activity.memcpys[1];
   EXPECT_EQ(c.kind, MemcpyKind::DeviceToHost);
   EXPECT_EQ(c.dst, MemoryKind::Pinned);
@@ -247,7 +248,8 @@ TEST(CuptiEnums, MapToFathomTerms) {
   EXPECT_EQ(memory_kind(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC), MemoryKind::Managed);
   EXPECT_EQ(memory_kind(200), MemoryKind::Unknown);
   EXPECT_EQ(sync_kind(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE), SyncKind::Event);
-  EXPECT_EQ(sync_kind(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT), SyncKind::StreamWaitEvent);
+  EXPECT_EQ(sync_kind(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT),
+            SyncKind::StreamWaitEvent);
   EXPECT_EQ(api_display_name("cudaMemcpyAsync_v3020"), "cudaMemcpyAsync");
   EXPECT_EQ(api_display_name("cudaMemcpyAsync_ptsz_v7000"), "cudaMemcpyAsync_ptsz");
   EXPECT_EQ(api_display_name("cuLaunchKernel"), "cuLaunchKernel");

@@ -1,8 +1,9 @@
+#include "cupti_api.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "cupti_api.h"
 #include "fake_cupti.h"
 
 namespace fathom::cupti {
@@ -11,7 +12,8 @@ namespace {
 TEST(CuptiApi, FieldNamesBecomeCuptiFunctionNames) {
   EXPECT_EQ(cupti_function_name("activity_flush_all"), "cuptiActivityFlushAll");
   EXPECT_EQ(cupti_function_name("subscribe"), "cuptiSubscribe");
-  EXPECT_EQ(cupti_function_name("activity_push_external_correlation_id"), "cuptiActivityPushExternalCorrelationId");
+  EXPECT_EQ(cupti_function_name("activity_push_external_correlation_id"),
+            "cuptiActivityPushExternalCorrelationId");
 }
 
 TEST(CuptiApi, TheCheckedPathLogsTheFailingCallAndItsErrorString) {
@@ -27,7 +29,9 @@ TEST(CuptiApi, TheCheckedPathLogsTheFailingCallAndItsErrorString) {
   EXPECT_EQ(ok, CUPTI_SUCCESS);
   EXPECT_EQ(quiet, "");
   EXPECT_EQ(r, CUPTI_ERROR_NOT_COMPATIBLE);
-  EXPECT_EQ(log, "fathom: cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) failed: CUPTI_ERROR_NOT_COMPATIBLE\n");
+  EXPECT_EQ(log,
+            "fathom: cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) failed: "
+            "CUPTI_ERROR_NOT_COMPATIBLE\n");
 }
 
 TEST(CuptiApi, AMissingFunctionIsAnErrorNotACrash) {
@@ -56,7 +60,8 @@ TEST(CuptiApi, ALibraryWithoutCuptiNamesTheMissingFunctions) {
 // The toolkit on the build machine ships libcupti: fathom must find and accept it.
 TEST(CuptiApi, FindsTheToolkitsCupti) {
   const std::string soname = "libcupti.so." + std::to_string(CUPTI_API_VERSION / 10000);
-  if (!std::filesystem::exists("/usr/local/cuda/lib64/" + soname)) GTEST_SKIP() << "no CUDA toolkit here";
+  if (!std::filesystem::exists("/usr/local/cuda/lib64/" + soname))
+    GTEST_SKIP() << "no CUDA toolkit here";
   Loaded l = load_cupti();
   ASSERT_TRUE(l.ok) << l.why;
   EXPECT_NE(l.api.library.find(soname), std::string::npos) << l.api.library;

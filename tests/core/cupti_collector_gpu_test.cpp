@@ -1,17 +1,15 @@
 // A real capture: the collector with the real libcupti, around work issued through the CUDA
 // driver (loaded with dlopen, so this builds without a GPU or CUDA libraries). Label gpu: each
 // test skips, saying why, where there is no driver or device.
-#include <gtest/gtest.h>
-
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <fathom/cupti_collector.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <fathom/cupti_collector.h>
 
 namespace fathom {
 namespace {
@@ -42,8 +40,8 @@ struct Driver {
   CUresult (*ctx_synchronize)() = nullptr;
   CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                            CUstream, void**, void**) = nullptr;
+  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void**, void**) = nullptr;
   CUresult (*mem_alloc)(CUdeviceptr*, std::size_t) = nullptr;
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
   CUresult (*mem_alloc_host)(void**, std::size_t) = nullptr;
@@ -91,7 +89,8 @@ struct Driver {
       why = "no CUDA device (cuInit / cuDeviceGetCount)";
       return;
     }
-    if (device_get(&device, 0) != CUDA_SUCCESS || primary_ctx_retain(&context, device) != CUDA_SUCCESS ||
+    if (device_get(&device, 0) != CUDA_SUCCESS ||
+        primary_ctx_retain(&context, device) != CUDA_SUCCESS ||
         ctx_set_current(context) != CUDA_SUCCESS) {
       why = "could not make a context on device 0";
     }
@@ -123,7 +122,8 @@ class CuptiCaptureTest : public ::testing::Test {
       all.kernels.insert(all.kernels.end(), b.kernels.begin(), b.kernels.end());
       all.memcpys.insert(all.memcpys.end(), b.memcpys.begin(), b.memcpys.end());
       all.memsets.insert(all.memsets.end(), b.memsets.begin(), b.memsets.end());
-      all.runtime_calls.insert(all.runtime_calls.end(), b.runtime_calls.begin(), b.runtime_calls.end());
+      all.runtime_calls.insert(all.runtime_calls.end(), b.runtime_calls.begin(),
+                               b.runtime_calls.end());
       all.dropped_records += b.dropped_records;
     }
     return all;
@@ -213,17 +213,23 @@ TEST_F(CuptiCaptureTest, AKernelIsAttributedToTheOpAndPhaseAroundItsLaunch) {
 
 TEST_F(CuptiCaptureTest, ASecondSubscriberIsSeenAsAnotherClient) {
   SKIP_WITHOUT_GPU();
-  // Stand in for Nsight Systems or Kineto: subscribe to the same libcupti first.
-  void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) lib = dlopen("/usr/local/cuda/lib64/libcupti.so.13", RTLD_NOW);
-  if (!lib) GTEST_SKIP() << "libcupti.so.13 not found";
+  // Stand in for Nsight Systems or Kineto: subscribe first, to the very libcupti fathom uses.
+  std::string library;
+  {
+    auto first = CuptiCollector::start([](GpuActivity&&) {});
+    ASSERT_EQ(first->state(), CuptiState::Collecting);
+    library = first->library();
+  }  // stopped: unsubscribed
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr) << library;
   using Subscribe = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
   using Unsubscribe = CUptiResult (*)(CUpti_SubscriberHandle);
   auto subscribe = reinterpret_cast<Subscribe>(dlsym(lib, "cuptiSubscribe"));
   auto unsubscribe = reinterpret_cast<Unsubscribe>(dlsym(lib, "cuptiUnsubscribe"));
   ASSERT_TRUE(subscribe && unsubscribe);
   CUpti_SubscriberHandle other = nullptr;
-  ASSERT_EQ(subscribe(&other, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr),
+  ASSERT_EQ(subscribe(
+                &other, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr),
             CUPTI_SUCCESS);
   auto c = CuptiCollector::start([](GpuActivity&&) {});
   EXPECT_EQ(c->state(), CuptiState::Busy);

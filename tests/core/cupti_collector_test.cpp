@@ -1,10 +1,8 @@
 // The collector against a fake CUPTI: starting, backing off, attributing, dropping, failing.
-#include <gtest/gtest.h>
-
+#include <cupti_runtime_cbid.h>
 #include <fathom/clock.h>
 #include <fathom/cupti_collector.h>
-
-#include <cupti_runtime_cbid.h>
+#include <gtest/gtest.h>
 
 #include "fake_cupti.h"
 
@@ -23,11 +21,13 @@ class CuptiCollectorTest : public ::testing::Test {
     };
   }
   std::unique_ptr<CuptiCollector> start() {
-    return CuptiCollector::start(api, [this](GpuActivity&& a) { batches.push_back(std::move(a)); }, config);
+    return CuptiCollector::start(
+        api, [this](GpuActivity&& a) { batches.push_back(std::move(a)); }, config);
   }
   static bool mentions(const std::vector<Unmeasured>& v, const std::string& text) {
     for (const Unmeasured& u : v) {
-      if (u.why.find(text) != std::string::npos || u.what.find(text) != std::string::npos) return true;
+      if (u.why.find(text) != std::string::npos || u.what.find(text) != std::string::npos)
+        return true;
     }
     return false;
   }
@@ -44,10 +44,11 @@ TEST_F(CuptiCollectorTest, StartsBySubscribingAndEnablingEveryKind) {
   EXPECT_TRUE(c->collecting());
   EXPECT_EQ(c->library(), "fake");
   EXPECT_TRUE(fake.subscribed);
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                               CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                               CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
-                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MEMCPY2}) {
+  for (CUpti_ActivityKind k :
+       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MEMCPY2}) {
     EXPECT_TRUE(fake.enabled.count(k)) << "kind " << k;
   }
   EXPECT_TRUE(c->not_measured().empty());
@@ -60,12 +61,15 @@ TEST_F(CuptiCollectorTest, StartsBySubscribingAndEnablingEveryKind) {
 }
 
 TEST_F(CuptiCollectorTest, NoLibraryIsACleanNotMeasuredReason) {
-  auto c = CuptiCollector::unavailable("libcupti.so.13 not found (searched the loader path, /usr/local/cuda/lib64)");
+  auto c = CuptiCollector::unavailable(
+      "libcupti.so.13 not found (searched the loader path, /usr/local/cuda/lib64)");
   EXPECT_EQ(c->state(), CuptiState::Unavailable);
   auto n = c->not_measured();
   ASSERT_EQ(n.size(), 1u);
   EXPECT_EQ(n[0].what, kCuptiMeasurements);
-  EXPECT_EQ(n[0].why, "CUPTI is not available: libcupti.so.13 not found (searched the loader path, /usr/local/cuda/lib64)");
+  EXPECT_EQ(n[0].why,
+            "CUPTI is not available: libcupti.so.13 not found (searched the loader path, "
+            "/usr/local/cuda/lib64)");
   c->flush(true);  // all no-ops
   c->add_op({});
   EXPECT_FALSE(external_ids_enabled());
@@ -83,13 +87,15 @@ TEST_F(CuptiCollectorTest, AnotherSubscriberMeansBackingOff) {
   ASSERT_EQ(n.size(), 1u);
   EXPECT_NE(n[0].why.find("another CUPTI client holds CUPTI"), std::string::npos) << n[0].why;
   EXPECT_NE(n[0].why.find("torch.profiler"), std::string::npos) << n[0].why;
-  EXPECT_NE(n[0].why.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), std::string::npos) << n[0].why;
+  EXPECT_NE(n[0].why.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), std::string::npos)
+      << n[0].why;
   EXPECT_NE(log.find("cuptiSubscribe"), std::string::npos) << log;
   EXPECT_FALSE(external_ids_enabled());
 }
 
 TEST_F(CuptiCollectorTest, NsightInjectionIsSeenBeforeTouchingCupti) {
-  env["CUDA_INJECTION64_PATH"] = "/opt/nvidia/nsight-systems/target-linux-x64/libToolsInjection64.so";
+  env["CUDA_INJECTION64_PATH"] =
+      "/opt/nvidia/nsight-systems/target-linux-x64/libToolsInjection64.so";
   auto c = start();
   EXPECT_EQ(c->state(), CuptiState::Busy);
   EXPECT_EQ(fake.subscribe_calls, 0);
@@ -115,7 +121,8 @@ TEST_F(CuptiCollectorTest, AnEssentialKindThatWillNotEnableUndoesTheStart) {
   EXPECT_TRUE(fake.enabled.empty()) << "the kinds enabled before are disabled again";
   EXPECT_EQ(fake.disabled.size(), 3u);  // CONCURRENT_KERNEL, MEMCPY, MEMSET
   EXPECT_FALSE(fake.subscribed);
-  EXPECT_TRUE(mentions(c->not_measured(), "cuptiActivityEnable(RUNTIME): CUPTI_ERROR_NOT_COMPATIBLE"));
+  EXPECT_TRUE(
+      mentions(c->not_measured(), "cuptiActivityEnable(RUNTIME): CUPTI_ERROR_NOT_COMPATIBLE"));
 }
 
 TEST_F(CuptiCollectorTest, AnOptionalKindThatWillNotEnableIsReportedAndCollectionGoesOn) {
@@ -146,10 +153,12 @@ TEST_F(CuptiCollectorTest, GpuWorkIsAttributedToTheOpAndPhaseThatLaunchedIt) {
   push_external_id(ExternalIdKind::Phase, phase_external_id(Phase::Forward));
   push_external_id(ExternalIdKind::Op, 501);
   const std::uint32_t launch =
-      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, base + 10, base + 15);
+      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                    base + 10, base + 15);
   pop_external_id(ExternalIdKind::Op);
   const std::uint32_t copy =
-      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, base + 20, base + 21);
+      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                    base + 20, base + 21);
   pop_external_id(ExternalIdKind::Phase);
   EXPECT_TRUE(fake.stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0].empty());
   EXPECT_TRUE(fake.stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1].empty());
@@ -157,8 +166,8 @@ TEST_F(CuptiCollectorTest, GpuWorkIsAttributedToTheOpAndPhaseThatLaunchedIt) {
   c->flush(false);  // step end: the API records and the op, no GPU work completed yet
   // The kernel and the copy complete later and come back in the next buffer.
   fake.kernel("ampere_sgemm_128x64_nn", launch, base + 100, base + 400);
-  fake.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-              4096, copy, base + 500, base + 600);
+  fake.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+              CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4096, copy, base + 500, base + 600);
   c->flush(true);
   ASSERT_EQ(batches.size(), 2u);
   ASSERT_EQ(batches[0].runtime_calls.size(), 2u);
@@ -181,8 +190,9 @@ TEST_F(CuptiCollectorTest, TimesMoveOntoFathomsClock) {
   const std::int64_t before = now_ns();
   auto c = start();
   const std::int64_t after = now_ns();
-  const std::uint32_t id = fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                                         fake.timestamp, fake.timestamp + 1000);
+  const std::uint32_t id =
+      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                    fake.timestamp, fake.timestamp + 1000);
   fake.kernel("k", id, fake.timestamp + 2000, fake.timestamp + 5000);
   c->flush(true);
   ASSERT_EQ(batches.size(), 1u);
@@ -262,8 +272,9 @@ TEST_F(CuptiCollectorTest, AFailureMidRunDegradesToPhaseTimingAndSaysSo) {
   auto n = c->not_measured();
   ASSERT_EQ(n.size(), 1u);
   EXPECT_EQ(n[0].what, kCuptiMeasurements);
-  EXPECT_NE(n[0].why.find("CUPTI failed during the run (cuptiActivityFlushAll: CUPTI_ERROR_UNKNOWN)"),
-            std::string::npos)
+  EXPECT_NE(
+      n[0].why.find("CUPTI failed during the run (cuptiActivityFlushAll: CUPTI_ERROR_UNKNOWN)"),
+      std::string::npos)
       << n[0].why;
   EXPECT_NE(n[0].why.find("phase timing goes on"), std::string::npos);
   const int flushes = fake.flush_calls;
@@ -312,7 +323,8 @@ TEST_F(CuptiCollectorTest, StopDeliversTheLastRecords) {
 }
 
 TEST_F(CuptiCollectorTest, ASinkThatThrowsDoesNotEscape) {
-  auto c = CuptiCollector::start(api, [](GpuActivity&&) { throw std::runtime_error("aggregator full"); }, config);
+  auto c = CuptiCollector::start(
+      api, [](GpuActivity&&) { throw std::runtime_error("aggregator full"); }, config);
   fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
   ::testing::internal::CaptureStderr();
   c->flush(false);

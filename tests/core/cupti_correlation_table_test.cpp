@@ -5,14 +5,17 @@
 namespace fathom::cupti {
 namespace {
 
-ExternalCorrelation op(std::uint32_t correlation, std::uint64_t id) { return {correlation, kOpCorrelation, id}; }
+ExternalCorrelation op(std::uint32_t correlation, std::uint64_t id) {
+  return {correlation, kOpCorrelation, id};
+}
 ExternalCorrelation phase(std::uint32_t correlation, Phase p) {
   return {correlation, kPhaseCorrelation, phase_correlation_id(p)};
 }
 
 TEST(CorrelationTable, AttributesEveryRecordKindToItsOpAndPhase) {
   CorrelationTable t;
-  t.add({op(1, 100), phase(1, Phase::Forward), op(2, 200), phase(2, Phase::Backward), phase(3, Phase::Copy)});
+  t.add({op(1, 100), phase(1, Phase::Forward), op(2, 200), phase(2, Phase::Backward),
+         phase(3, Phase::Copy)});
   GpuActivity a;
   a.kernels.push_back({.name = "k", .correlation_id = 1});
   a.memcpys.push_back({.correlation_id = 3});
@@ -62,7 +65,8 @@ TEST(CorrelationTable, KeepsCorrelationsForAFewDeliveriesThenForgetsThem) {
 
 TEST(CorrelationTable, OnlyFathomsKindsAreKept) {
   CorrelationTable t;
-  t.add({{1, CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC, 5}, {1, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, 6}});
+  t.add({{1, CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC, 5},
+         {1, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, 6}});
   EXPECT_EQ(t.size(), 0u);
 }
 

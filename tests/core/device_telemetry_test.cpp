@@ -1,5 +1,4 @@
 #include <fathom/device_telemetry.h>
-
 #include <gtest/gtest.h>
 
 namespace fathom {

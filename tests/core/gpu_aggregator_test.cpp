@@ -1,5 +1,4 @@
 #include <fathom/gpu_aggregator.h>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +12,8 @@ namespace {
 using test::us;
 
 const KernelStats& kernel_named(const GpuAggregate& a, const std::string& name) {
-  auto it = std::find_if(a.kernels.begin(), a.kernels.end(), [&](const KernelStats& k) { return k.name == name; });
+  auto it = std::find_if(a.kernels.begin(), a.kernels.end(),
+                         [&](const KernelStats& k) { return k.name == name; });
   EXPECT_NE(it, a.kernels.end()) << name;
   return *it;
 }
@@ -75,8 +75,9 @@ TEST(GpuAggregator, EligibleOpsByExternalIdAndByTime) {
   GpuAggregate a = aggregate(test::one_step());
   ASSERT_EQ(a.eligible_ops.size(), 3u);  // aten::add is not eligible
   auto find = [&](const std::string& name, const std::string& shapes) {
-    return *std::find_if(a.eligible_ops.begin(), a.eligible_ops.end(),
-                         [&](const EligibleOpStats& s) { return s.name == name && s.shapes == shapes; });
+    return *std::find_if(
+        a.eligible_ops.begin(), a.eligible_ops.end(),
+        [&](const EligibleOpStats& s) { return s.name == name && s.shapes == shapes; });
   };
   const EligibleOpStats mm_fp32 = find("aten::mm", "[30,64] [64,128]");
   EXPECT_EQ(mm_fp32.instances, 1);
@@ -179,7 +180,8 @@ TEST(GpuAggregator, MemoryIsBoundedByDistinctNamesNotLaunches) {
   AggregatorLimits limits;
   limits.window_records = 4096;
   GpuAggregator agg(limits);
-  const std::string names[] = {"volta_sgemm_64x64_nt", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"};
+  const std::string names[] = {
+      "volta_sgemm_64x64_nt", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"};
   std::size_t max_held = 0;
   for (std::int64_t i = 0; i < 1'000'000; ++i) {
     KernelRecord k;
@@ -202,7 +204,8 @@ TEST(GpuAggregator, HostRecordsAreBoundedWithoutFlushes) {
   AggregatorLimits limits;
   limits.host_records = 1000;
   GpuAggregator agg(limits);
-  for (int i = 0; i < 100'000; ++i) agg.add(test::call("cudaLaunchKernel", i, i + 1, static_cast<std::uint64_t>(i + 1)));
+  for (int i = 0; i < 100'000; ++i)
+    agg.add(test::call("cudaLaunchKernel", i, i + 1, static_cast<std::uint64_t>(i + 1)));
   EXPECT_LE(agg.held_records(), 1000u);
   EXPECT_EQ(agg.snapshot().runtime_calls.at(0).count, 100'000);
 }

@@ -1,5 +1,4 @@
 #include <fathom/gpu_throughput.h>
-
 #include <gtest/gtest.h>
 
 namespace fathom {
@@ -26,7 +25,8 @@ TEST(GpuThroughput, UnknownNameFallsBackToTheComputeCapabilityAndUnknownCcToNoth
 
 TEST(GpuThroughput, RatioUsesBf16FromAmpereAndFp16Before) {
   EXPECT_NEAR(low_precision_ratio(*find_gpu_throughput("A100", 8, 0)), 312 / 19.5, 1e-9);
-  EXPECT_NEAR(low_precision_ratio(*find_gpu_throughput("Tesla V100-SXM2-16GB", 7, 0)), 125 / 15.7, 1e-9);
+  EXPECT_NEAR(low_precision_ratio(*find_gpu_throughput("Tesla V100-SXM2-16GB", 7, 0)), 125 / 15.7,
+              1e-9);
   EXPECT_TRUE(cuda_supports_bf16(8));
   EXPECT_FALSE(cuda_supports_bf16(7));
 }

@@ -1,6 +1,5 @@
 #include <fathom/hardware_fit.h>
 #include <fathom/thresholds.h>
-
 #include <gtest/gtest.h>
 
 namespace fathom {

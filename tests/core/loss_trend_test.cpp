@@ -1,5 +1,4 @@
 #include <fathom/loss_trend.h>
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +19,8 @@ TEST(LossTrend, FitsSlopeLevelAndNoise) {
   auto t = LossTrend::fit(falling(20));
   ASSERT_TRUE(t);
   EXPECT_NEAR(t->slope(), -0.01, 1e-3);
-  EXPECT_NEAR(t->level(), 2.0 - 0.19, 0.01);
+  // The line ends near 1.81; the last five losses average 1.84, and the level takes the higher.
+  EXPECT_NEAR(t->level(), 1.84, 1e-9);
   EXPECT_EQ(t->last_step(), 19);
   EXPECT_NEAR(t->noise(), 0.05, 0.01);
 }
@@ -30,6 +30,16 @@ TEST(LossTrend, NeedsThreeFinitePoints) {
   auto v = falling(10);
   v[4].loss = std::numeric_limits<double>::quiet_NaN();
   EXPECT_FALSE(LossTrend::fit(v));
+}
+
+TEST(LossTrend, AConvexCurveSetsTheLevelAtItsRecentLossesNotUnderThem) {
+  // Fast early fall, then flat near 0.3: a line through it ends far below 0.3.
+  std::vector<LossPoint> v;
+  for (int i = 0; i < 20; ++i) v.push_back({i, 0.3 + 2.0 * std::exp(-0.5 * i)});
+  auto t = LossTrend::fit(v);
+  ASSERT_TRUE(t);
+  EXPECT_GT(t->level(), 0.3);
+  EXPECT_TRUE(t->check({0.31, 0.32, 0.30}, 21, 0.10).within);
 }
 
 TEST(LossTrend, FallingTrendIsNotExtrapolatedDownward) {

@@ -1,7 +1,6 @@
 #include <fathom/error.h>
 #include <fathom/memory_budget.h>
 #include <fathom/options.h>
-
 #include <gtest/gtest.h>
 
 #include "scoped_env.h"
@@ -31,7 +30,8 @@ TEST(MemoryBudget, BadTextNamesTheSettingAndTheForms) {
       FAIL() << "accepted '" << bad << "'";
     } catch (const Error& e) {
       const std::string msg = e.what();
-      EXPECT_NE(msg.find(std::string("FATHOM_CHECKPOINT_BUDGET='") + bad + "'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(std::string("FATHOM_CHECKPOINT_BUDGET='") + bad + "'"), std::string::npos)
+          << msg;
       EXPECT_NE(msg.find("12GiB"), std::string::npos) << msg;
     }
   }

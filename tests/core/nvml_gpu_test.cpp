@@ -1,7 +1,6 @@
 // NVML on a machine with a GPU (ctest label gpu): the real driver library answers.
 #include <fathom/clock.h>
 #include <fathom/telemetry_sampler.h>
-
 #include <gtest/gtest.h>
 
 #include <iostream>

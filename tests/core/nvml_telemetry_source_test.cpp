@@ -1,7 +1,6 @@
 // The NVML adapter, end to end through dlopen: against tests/support/fake_nvml.cpp, and against
 // the real driver library in nvml_gpu_test.cpp (label gpu).
 #include <fathom/telemetry_sampler.h>
-
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -18,7 +17,9 @@ NvmlDeviceSelector fake(std::string pci_bus_id = "") {
   return s;
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(NvmlTelemetry, MissingLibraryIsUnmeasuredWithTheReason) {
   NvmlDeviceSelector s;

@@ -68,5 +68,59 @@ TEST(ReportJson, MissingFieldNamesTheProblem) {
   EXPECT_THROW((void)parse_json_report(text, "x.json"), Error);
 }
 
+TEST(ReportJson, TelemetryFootprintAndHardwareFitRoundTrip) {
+  RunReport r = test::sample_report();
+  EpochSummary& e = r.epochs[0];
+  DeviceTelemetry t;
+  t.source = "nvml";
+  t.device_name = "NVIDIA H200";
+  t.samples = 3;
+  t.gpu_utilization_pct_mean = 61.5;
+  t.energy_j = 1234.5;
+  t.throttle = {{"sw_power_cap", 0.25}};
+  t.pcie = PcieLinkState{4, 16, 5, 16, true};
+  t.series = {{0.0, 50.0, 1e9, 300.0, 1980.0, std::nullopt, 5e9}};
+  t.not_measured = {{"PCIe transmit throughput (NVML)", "Not Supported"}};
+  e.telemetry = t;
+  MemoryFootprint m;
+  m.parameter_count = 1000;
+  m.parameter_bytes = 4000;
+  m.gradient_bytes = 4000;
+  m.optimizer_state_bytes = 8000;
+  m.activation_bytes = 1 << 20;
+  m.checkpointable_blocks = 16;
+  e.footprint = m;
+  const std::string text = format_json_report(r);
+  EXPECT_NE(text.find("\"hardware_fit\""), std::string::npos);
+  EXPECT_NE(text.find("\"141 GB\": \"fits\""), std::string::npos);
+  const RunReport back = parse_json_report(text, "mem");
+  EXPECT_EQ(format_json_report(back), text);
+  ASSERT_TRUE(back.epochs[0].telemetry);
+  EXPECT_DOUBLE_EQ(*back.epochs[0].telemetry->energy_j, 1234.5);
+  EXPECT_EQ(back.epochs[0].telemetry->pcie.max_gen, 5);
+  EXPECT_FALSE(back.epochs[0].telemetry->series.at(0).pcie_tx_bytes_per_s);
+  EXPECT_EQ(back.epochs[0].footprint->checkpointable_blocks, 16);
+}
+
+TEST(ReportJson, ReportsWithoutTelemetryOrFootprintStillRead) {
+  std::string text = format_json_report(test::sample_report());
+  for (const char* key : {"  \"telemetry\": null,\n", "  \"footprint\": null,\n", "  \"hardware_fit\": null,\n"}) {
+    const auto at = text.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    text.erase(text.rfind('\n', at) + 1, text.find('\n', at) - text.rfind('\n', at));
+  }
+  const RunReport back = parse_json_report(text, "old.json");
+  EXPECT_FALSE(back.epochs[0].telemetry);
+  EXPECT_FALSE(back.epochs[0].footprint);
+}
+
+TEST(ReportJson, InvalidUtf8NamesAreReplacedNotFatal) {
+  RunReport r = test::sample_report();
+  r.epochs[0].findings[0].title = "kernel \xff\xfe name";
+  std::string text;
+  ASSERT_NO_THROW(text = format_json_report(r));
+  EXPECT_NE(text.find("kernel \xef\xbf\xbd\xef\xbf\xbd name"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fathom

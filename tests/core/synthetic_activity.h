@@ -23,11 +23,14 @@ namespace fathom::test {
 constexpr std::int64_t us(std::int64_t v) { return v * 1000; }
 
 inline const char* kXmmaBf16 =
-    "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_"
+    "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_"
+    "tensor16x8x16_"
     "execute_kernel";
 inline const char* kSgemm = "volta_sgemm_64x64_nt";
-inline const char* kElementwise = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >";
-inline const char* kNccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+inline const char* kElementwise =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >";
+inline const char* kNccl =
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
 inline KernelRecord kernel(const char* name, std::int64_t b, std::int64_t e, std::uint64_t corr,
                            std::uint64_t ext = 0, std::int32_t stream = 7) {
@@ -41,7 +44,8 @@ inline KernelRecord kernel(const char* name, std::int64_t b, std::int64_t e, std
   return k;
 }
 
-inline RuntimeCallRecord call(const char* name, std::int64_t b, std::int64_t e, std::uint64_t corr) {
+inline RuntimeCallRecord call(const char* name, std::int64_t b, std::int64_t e,
+                              std::uint64_t corr) {
   RuntimeCallRecord r;
   r.name = name;
   r.thread = 1;
@@ -71,18 +75,21 @@ inline OpRecord op(const char* name, std::int64_t b, std::int64_t e, std::uint64
 inline GpuActivity one_step() {
   GpuActivity a;
   a.devices.push_back(DeviceProperties{0, "NVIDIA A100-SXM4-80GB", 8, 0, 80LL << 30});
-  a.annotations = {annotation("ProfilerStep#1", 0, 1000),
-                   annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 200),
-                   annotation("forward", 200, 600), annotation("backward", 600, 900),
-                   annotation("Optimizer.step#SGD.step", 900, 1000)};
-  a.ops = {op("aten::addmm", 248, 252, 101, {{128}, {64, 64}, {64, 128}}, {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"}),
+  a.annotations = {
+      annotation("ProfilerStep#1", 0, 1000),
+      annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 200),
+      annotation("forward", 200, 600), annotation("backward", 600, 900),
+      annotation("Optimizer.step#SGD.step", 900, 1000)};
+  a.ops = {op("aten::addmm", 248, 252, 101, {{128}, {64, 64}, {64, 128}},
+              {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"}),
            op("aten::mm", 255, 270, 100, {{30, 64}, {64, 128}}, {"float", "float"}),
            op("aten::mm", 638, 642, 0, {{64, 64}, {64, 64}}, {"c10::BFloat16", "c10::BFloat16"}),
            op("aten::add", 644, 646, 102, {{64}}, {"float"})};
-  a.runtime_calls = {call("cudaMemcpyAsync", 210, 215, 7),    call("cudaLaunchKernel", 250, 251, 1),
-                     call("cudaLaunchKernel", 260, 261, 2),   call("cudaLaunchKernel", 640, 641, 3),
-                     call("cudaLaunchKernel", 645, 646, 4),   call("cudaLaunchKernel", 645, 646, 5),
-                     call("cudaStreamSynchronize", 780, 810, 0), call("cudaLaunchKernel", 805, 806, 6)};
+  a.runtime_calls = {
+      call("cudaMemcpyAsync", 210, 215, 7),       call("cudaLaunchKernel", 250, 251, 1),
+      call("cudaLaunchKernel", 260, 261, 2),      call("cudaLaunchKernel", 640, 641, 3),
+      call("cudaLaunchKernel", 645, 646, 4),      call("cudaLaunchKernel", 645, 646, 5),
+      call("cudaStreamSynchronize", 780, 810, 0), call("cudaLaunchKernel", 805, 806, 6)};
   a.kernels = {kernel(kXmmaBf16, 300, 400, 1, 101), kernel(kSgemm, 400, 500, 2, 100),
                kernel(kXmmaBf16, 650, 750, 3),      kernel(kElementwise, 750, 755, 4, 102),
                kernel(kNccl, 700, 800, 5, 0, 2),    kernel(kElementwise, 850, 900, 6)};

@@ -1,6 +1,5 @@
 #include <fathom/error.h>
 #include <fathom/telemetry_sampler.h>
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -25,7 +24,9 @@ class CountingSource final : public TelemetrySource {
     s.energy_j = 10.0 * *reads_;
     return s;
   }
-  std::vector<Unmeasured> unsupported() const override { return {{"PCIe throughput", "not supported"}}; }
+  std::vector<Unmeasured> unsupported() const override {
+    return {{"PCIe throughput", "not supported"}};
+  }
 
  private:
   std::atomic<int>* reads_;
@@ -66,8 +67,9 @@ TEST(TelemetrySampler, StopsPromptlyOnDestruction) {
 TEST(TelemetrySampler, RejectsNoSourceAndZeroPeriod) {
   std::atomic<int> reads{0};
   EXPECT_THROW(TelemetrySampler(nullptr, std::chrono::milliseconds(100)), Error);
-  EXPECT_THROW(TelemetrySampler(std::make_unique<CountingSource>(&reads), std::chrono::milliseconds(0)),
-               Error);
+  EXPECT_THROW(
+      TelemetrySampler(std::make_unique<CountingSource>(&reads), std::chrono::milliseconds(0)),
+      Error);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include <fathom/gpu_aggregator.h>
 #include <fathom/tensor_core_analysis.h>
-
 #include <gtest/gtest.h>
 
 #include "synthetic_activity.h"

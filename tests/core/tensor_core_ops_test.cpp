@@ -1,18 +1,19 @@
 #include <fathom/tensor_core_ops.h>
-
 #include <gtest/gtest.h>
 
 namespace fathom {
 namespace {
 
 TEST(TensorCoreOps, EligibleNames) {
-  for (const char* n : {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-                        "aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution",
-                        "aten::convolution_backward", "aten::cudnn_convolution_backward_weight",
-                        "MmBackward0", "AddmmBackward0", "ConvolutionBackward0", "CudnnConvolutionBackward"})
+  for (const char* n :
+       {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+        "aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution",
+        "aten::convolution_backward", "aten::cudnn_convolution_backward_weight", "MmBackward0",
+        "AddmmBackward0", "ConvolutionBackward0", "CudnnConvolutionBackward"})
     EXPECT_TRUE(tensor_core_eligible_op(n)) << n;
-  for (const char* n : {"aten::add", "aten::mul", "aten::_conv_depthwise2d_placeholder", "aten::mmx",
-                        "autograd::engine::evaluate_function: MmBackward0", "aten::copy_", ""})
+  for (const char* n :
+       {"aten::add", "aten::mul", "aten::_conv_depthwise2d_placeholder", "aten::mmx",
+        "autograd::engine::evaluate_function: MmBackward0", "aten::copy_", ""})
     EXPECT_FALSE(tensor_core_eligible_op(n)) << n;
 }
 
@@ -30,8 +31,10 @@ TEST(TensorCoreOps, LinearFoldsLeadingDimsIntoM) {
 }
 
 TEST(TensorCoreOps, ConvolutionChannels) {
-  EXPECT_EQ(dims_not_multiple_of_8("aten::cudnn_convolution", {{64, 3, 224, 224}, {64, 3, 7, 7}}), "C_in=3");
-  EXPECT_EQ(dims_not_multiple_of_8("aten::convolution_backward", {{64, 60, 56, 56}, {64, 64, 56, 56}, {60, 64, 3, 3}}),
+  EXPECT_EQ(dims_not_multiple_of_8("aten::cudnn_convolution", {{64, 3, 224, 224}, {64, 3, 7, 7}}),
+            "C_in=3");
+  EXPECT_EQ(dims_not_multiple_of_8("aten::convolution_backward",
+                                   {{64, 60, 56, 56}, {64, 64, 56, 56}, {60, 64, 3, 3}}),
             "C_out=60");
 }
 

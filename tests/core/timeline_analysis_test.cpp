@@ -1,5 +1,4 @@
 #include <fathom/timeline_analysis.h>
-
 #include <gtest/gtest.h>
 
 #include "synthetic_activity.h"
@@ -22,7 +21,8 @@ TEST(TimelineAnalysis, BusyShareAndIdleBreakdown) {
   EXPECT_EQ(d.idle.host_launch_ns, us(170));
   EXPECT_EQ(d.idle.sync_ns, us(50));
   EXPECT_EQ(d.idle.other_ns, us(100));
-  EXPECT_EQ(d.idle.data_wait_ns + d.idle.host_launch_ns + d.idle.sync_ns + d.idle.other_ns, d.idle_ns);
+  EXPECT_EQ(d.idle.data_wait_ns + d.idle.host_launch_ns + d.idle.sync_ns + d.idle.other_ns,
+            d.idle_ns);
 }
 
 TEST(TimelineAnalysis, TinyKernels) {

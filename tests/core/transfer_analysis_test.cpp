@@ -1,6 +1,5 @@
 #include <fathom/gpu_aggregator.h>
 #include <fathom/transfer_analysis.h>
-
 #include <gtest/gtest.h>
 
 #include "synthetic_activity.h"
@@ -10,8 +9,8 @@ namespace {
 
 using test::us;
 
-MemcpyRecord copy(MemcpyKind kind, MemoryKind src, MemoryKind dst, std::int64_t bytes, std::int64_t b,
-                  std::int64_t e, bool async) {
+MemcpyRecord copy(MemcpyKind kind, MemoryKind src, MemoryKind dst, std::int64_t bytes,
+                  std::int64_t b, std::int64_t e, bool async) {
   MemcpyRecord m;
   m.kind = kind;
   m.src = src;
@@ -27,13 +26,18 @@ GpuActivity copies() {
   GpuActivity a;
   a.annotations = {test::annotation("ProfilerStep#1", 0, 1000)};
   // 1 MB pinned async HtoD in 100 us (10 GB/s) while a kernel runs [50, 150): 50 us overlap.
-  a.memcpys.push_back(copy(MemcpyKind::HostToDevice, MemoryKind::Pinned, MemoryKind::Device, 1'000'000, 0, 100, true));
+  a.memcpys.push_back(copy(MemcpyKind::HostToDevice, MemoryKind::Pinned, MemoryKind::Device,
+                           1'000'000, 0, 100, true));
   // 2 MB pageable sync HtoD in 400 us (5 GB/s), twice; one is large and synchronous.
-  a.memcpys.push_back(copy(MemcpyKind::HostToDevice, MemoryKind::Pageable, MemoryKind::Device, 2'000'000, 200, 400, false));
-  a.memcpys.push_back(copy(MemcpyKind::HostToDevice, MemoryKind::Pageable, MemoryKind::Device, 1'000, 400, 600, false));
+  a.memcpys.push_back(copy(MemcpyKind::HostToDevice, MemoryKind::Pageable, MemoryKind::Device,
+                           2'000'000, 200, 400, false));
+  a.memcpys.push_back(copy(MemcpyKind::HostToDevice, MemoryKind::Pageable, MemoryKind::Device,
+                           1'000, 400, 600, false));
   // An async DtoH into pageable memory: asynchronous in name only.
-  a.memcpys.push_back(copy(MemcpyKind::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable, 4'000, 700, 701, true));
-  a.memcpys.push_back(copy(MemcpyKind::DeviceToDevice, MemoryKind::Device, MemoryKind::Device, 8'000'000, 800, 801, true));
+  a.memcpys.push_back(copy(MemcpyKind::DeviceToHost, MemoryKind::Device, MemoryKind::Pageable,
+                           4'000, 700, 701, true));
+  a.memcpys.push_back(copy(MemcpyKind::DeviceToDevice, MemoryKind::Device, MemoryKind::Device,
+                           8'000'000, 800, 801, true));
   a.kernels = {test::kernel(test::kSgemm, 50, 150, 0)};
   return a;
 }
@@ -50,7 +54,8 @@ TEST(TransferAnalysis, PcieTable) {
 }
 
 TEST(TransferAnalysis, PerDirectionWithPageablePinnedAndSyncSplit) {
-  const TransferResult r = analyze_transfers(aggregate(copies()), LinkPeak{20.0, "PCIe gen4 x16 (test)"});
+  const TransferResult r =
+      analyze_transfers(aggregate(copies()), LinkPeak{20.0, "PCIe gen4 x16 (test)"});
   ASSERT_EQ(r.directions.size(), 3u);
   const TransferDirection& h2d = r.directions[0];
   EXPECT_EQ(h2d.direction, MemcpyKind::HostToDevice);
@@ -101,7 +106,8 @@ TEST(TransferAnalysis, UnknownLinkPeakIsNotMeasured) {
 }
 
 TEST(TransferAnalysis, NoCopies) {
-  const TransferResult r = analyze_transfers(aggregate(test::one_step()).memcpys.empty() ? GpuAggregate{} : GpuAggregate{});
+  const TransferResult r = analyze_transfers(
+      aggregate(test::one_step()).memcpys.empty() ? GpuAggregate{} : GpuAggregate{});
   EXPECT_EQ(r.count, 0);
   EXPECT_FALSE(r.share_of_window.has_value());
   EXPECT_FALSE(r.overlap_share.has_value());

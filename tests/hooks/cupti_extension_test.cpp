@@ -1,13 +1,12 @@
 // The session's CUPTI wiring on CPU: the extension with a fake CUPTI, real ATen ops (their
 // RecordFunction callbacks push the external ids), and torch.profiler taking CUPTI over.
+#include "cupti_extension.h"
+
+#include <cupti_runtime_cbid.h>
+#include <gtest/gtest.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
-#include <gtest/gtest.h>
-
-#include <cupti_runtime_cbid.h>
-
-#include "cupti_extension.h"
 #include "fake_cupti.h"
 
 namespace fathom {
@@ -15,6 +14,15 @@ namespace {
 
 using detail::CuptiExtension;
 using testing::FakeCupti;
+
+// torch.profiler(activities=[CPU]) as Python starts it.
+void start_torch_profiler() {
+  using namespace torch::profiler::impl;
+  const ProfilerConfig config(ProfilerState::KINETO);
+  const std::set<ActivityType> activities{ActivityType::CPU};
+  torch::autograd::profiler::prepareProfiler(config, activities);
+  torch::autograd::profiler::enableProfiler(config, activities);
+}
 
 class CuptiExtensionTest : public ::testing::Test {
  protected:
@@ -25,8 +33,9 @@ class CuptiExtensionTest : public ::testing::Test {
   static FakeCupti& fake() { return FakeCupti::get(); }
   std::unique_ptr<CuptiExtension> make(Options o = Options()) {
     return std::make_unique<CuptiExtension>(
-        o, DeviceProperties{0, "fake GPU", 9, 0, 1LL << 37}, env,
-        [](CuptiCollector::Sink sink) { return CuptiCollector::start(testing::fake_api(), std::move(sink)); });
+        o, DeviceProperties{0, "fake GPU", 9, 0, 1LL << 37}, env, [](CuptiCollector::Sink sink) {
+          return CuptiCollector::start(testing::fake_api(), std::move(sink));
+        });
   }
   static bool mentions(const std::vector<Unmeasured>& v, const std::string& text) {
     for (const Unmeasured& u : v) {
@@ -45,13 +54,15 @@ struct LaunchInside {
       FakeCupti& f = FakeCupti::get();
       const std::uint64_t t = f.now();
       const std::uint32_t id =
-          f.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, t, t + 2000);
+          f.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                     t, t + 2000);
       f.kernel("ampere_sgemm_128x64_nn", id, t + 3000, t + 503000);  // FP32 on CUDA cores, 500 us
     }
     return nullptr;
   }
   explicit LaunchInside() {
-    handle = at::addGlobalCallback(at::RecordFunctionCallback(&start).scopes({at::RecordScope::FUNCTION}));
+    handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(&start).scopes({at::RecordScope::FUNCTION}));
   }
   ~LaunchInside() { at::removeCallback(handle); }
   at::CallbackHandle handle;
@@ -71,13 +82,16 @@ TEST_F(CuptiExtensionTest, AnEpochOfWorkEndsInASummaryWithOpsAndPhases) {
     torch::Tensor c = torch::mm(a, b);
     EXPECT_EQ(c.sum().item<float>(), 30 * 8 * 16);
   }
-  EXPECT_TRUE(fake().stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0].empty()) << "the op popped its id";
+  EXPECT_TRUE(fake().stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0].empty())
+      << "the op popped its id";
   e->on_phase_end(Phase::Forward, false);
   EXPECT_TRUE(fake().stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1].empty());
   e->on_step_end(0, false);
   EpochSummary epoch;
-  e->on_epoch_end(epoch, env);
+  e->on_epoch_measured(epoch, env);
   ASSERT_TRUE(e->last_summary().has_value());
+  ASSERT_TRUE(epoch.gpu.has_value()) << "the GPU section lands in the epoch's report";
+  EXPECT_EQ(epoch.gpu->source, "cupti");
   const GpuSummary& s = *e->last_summary();
   EXPECT_EQ(s.source, "cupti");
   EXPECT_TRUE(s.gpu_activity);
@@ -92,7 +106,8 @@ TEST_F(CuptiExtensionTest, AnEpochOfWorkEndsInASummaryWithOpsAndPhases) {
   ASSERT_FALSE(tc.on_cuda_cores.empty());
   EXPECT_EQ(tc.on_cuda_cores[0].op, "aten::mm");
   bool forward = false;
-  for (const PhaseTensorCores& p : tc.phases) forward = forward || (p.phase == "forward" && p.kernel_ns == 500'000);
+  for (const PhaseTensorCores& p : tc.phases)
+    forward = forward || (p.phase == "forward" && p.kernel_ns == 500'000);
   EXPECT_TRUE(forward) << "the kernel counts for the phase that launched it";
   EXPECT_TRUE(env.not_measured.empty());
 }
@@ -109,7 +124,7 @@ TEST_F(CuptiExtensionTest, ShapesAreRecordedWhenAsked) {
   e->on_phase_end(Phase::Forward, false);
   e->on_step_end(0, false);
   EpochSummary epoch;
-  e->on_epoch_end(epoch, env);
+  e->on_epoch_measured(epoch, env);
   const TensorCoreResult& tc = e->last_summary()->tensor_cores;
   ASSERT_FALSE(tc.on_cuda_cores.empty());
   EXPECT_EQ(tc.on_cuda_cores[0].shapes, "[30,16] [16,8]");
@@ -128,16 +143,17 @@ TEST_F(CuptiExtensionTest, AFailureMidRunIsReportedWithWhenItHappened) {
   ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(e->collecting());
   EpochSummary epoch;
-  e->on_epoch_end(epoch, env);
+  e->on_epoch_measured(epoch, env);
   ASSERT_EQ(env.not_measured.size(), 1u);
   EXPECT_EQ(env.not_measured[0].what, kCuptiMeasurements);
   EXPECT_NE(env.not_measured[0].why.find("CUPTI failed during the run"), std::string::npos);
-  EXPECT_NE(env.not_measured[0].why.find("(from epoch 0, step 1)"), std::string::npos) << env.not_measured[0].why;
+  EXPECT_NE(env.not_measured[0].why.find("(from epoch 0, step 1)"), std::string::npos)
+      << env.not_measured[0].why;
   // The next epoch goes on without CUPTI and adds nothing twice.
   e->on_epoch_begin(1);
   e->on_step_begin(0);
   e->on_step_end(0, false);
-  e->on_epoch_end(epoch, env);
+  e->on_epoch_measured(epoch, env);
   EXPECT_EQ(env.not_measured.size(), 1u);
 }
 
@@ -149,7 +165,8 @@ TEST_F(CuptiExtensionTest, AnotherSubscriberIsReportedAtStart) {
   EXPECT_FALSE(e->collecting());
   ASSERT_EQ(env.not_measured.size(), 1u);
   EXPECT_NE(env.not_measured[0].why.find("another CUPTI client holds CUPTI"), std::string::npos);
-  EXPECT_EQ(env.not_measured[0].why.find("from epoch"), std::string::npos) << "known before any epoch";
+  EXPECT_EQ(env.not_measured[0].why.find("from epoch"), std::string::npos)
+      << "known before any epoch";
   // Ops run without fathom's callback pushing anything.
   torch::mm(torch::ones({2, 2}), torch::ones({2, 2}));
   EXPECT_EQ(fake().push_calls, 0);
@@ -163,22 +180,21 @@ TEST_F(CuptiExtensionTest, TorchProfilerStartingMidRunTakesCuptiOver) {
   e->on_step_end(0, false);
   ASSERT_FALSE(detail::kineto_profiling());
   e->on_step_begin(1);
-  enableProfiler(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::KINETO),
-                 {torch::profiler::impl::ActivityType::CPU});
+  start_torch_profiler();
   EXPECT_TRUE(detail::kineto_profiling());
   e->on_step_end(1, false);
   EXPECT_FALSE(e->collecting());
   EXPECT_TRUE(fake().disabled.empty()) << "the profiler's activity kinds are left alone";
   disableProfiler();
   EpochSummary epoch;
-  e->on_epoch_end(epoch, env);
-  EXPECT_TRUE(mentions(env.not_measured, "torch.profiler (Kineto) started profiling during epoch 0, step 1"));
+  e->on_epoch_measured(epoch, env);
+  EXPECT_TRUE(mentions(env.not_measured,
+                       "torch.profiler (Kineto) started profiling during epoch 0, step 1"));
 }
 
 TEST_F(CuptiExtensionTest, TorchProfilerRunningAtStartMeansNoCollection) {
   using namespace torch::autograd::profiler;
-  enableProfiler(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::KINETO),
-                 {torch::profiler::impl::ActivityType::CPU});
+  start_torch_profiler();
   auto e = make();
   disableProfiler();
   EXPECT_FALSE(e->collecting());
@@ -191,7 +207,8 @@ TEST(CuptiExtensionFactory, NothingToCollectWithoutACudaDeviceAndOffSaysSo) {
   EXPECT_EQ(detail::make_cupti_extension(Options(), std::nullopt, env), nullptr);
   EXPECT_EQ(detail::make_cupti_extension(Options(), c10::Device(c10::kCPU), env), nullptr);
   EXPECT_TRUE(env.not_measured.empty()) << "device_info already says there is no CUDA device";
-  EXPECT_EQ(detail::make_cupti_extension(Options().cupti(false), c10::Device(c10::kCUDA, 0), env), nullptr);
+  EXPECT_EQ(detail::make_cupti_extension(Options().cupti(false), c10::Device(c10::kCUDA, 0), env),
+            nullptr);
   ASSERT_EQ(env.not_measured.size(), 1u);
   EXPECT_EQ(env.not_measured[0].what, kCuptiMeasurements);
   EXPECT_NE(env.not_measured[0].why.find("FATHOM_CUPTI=off"), std::string::npos);

@@ -23,6 +23,10 @@ class Recording : public detail::SessionExtension {
     log_->push_back("/" + std::string(phase_name(p)) + (aborted ? "!" : ""));
   }
   void on_step_end(std::int64_t, bool failed) noexcept override { log_->push_back(failed ? "/step!" : "/step"); }
+  void on_epoch_measured(EpochSummary& e, Environment&) noexcept override {
+    // Measurements come before the advisor: no finding exists yet.
+    log_->push_back(e.findings.empty() ? "measured" : "measured after findings?");
+  }
   void on_epoch_end(EpochSummary& e, Environment& env) noexcept override {
     log_->push_back("/epoch");
     e.findings.push_back(Finding{"test.extension", Severity::Info, "added by an extension"});
@@ -46,7 +50,7 @@ TEST_F(SessionTest, ExtensionsSeeTheLifecycleAndAddToTheReport) {
   } catch (const std::runtime_error&) {
   }
   EXPECT_EQ(log, (std::vector<std::string>{"epoch 0", "step 0", "forward", "/forward", "backward",
-                                            "/backward!", "/step!", "/epoch"}));
+                                            "/backward!", "/step!", "measured", "/epoch"}));
   ASSERT_EQ(session.report().epochs.size(), 1u);
   EXPECT_EQ(session.report().epochs[0].findings.back().id, "test.extension");
   EXPECT_EQ(session.report().environment.not_measured.back().why, "extension");

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "nvtx_tree.h"
 #include "scoped_env.h"
@@ -151,6 +153,25 @@ TEST_F(SessionNvtxTest, OpRangesStopWhenTheSessionEnds) {
   test::clear_recorded_events();
   (void)torch::mm(torch::randn({2, 2}), torch::randn({2, 2}));
   EXPECT_TRUE(tree().ranges.empty());
+}
+
+TEST_F(SessionNvtxTest, FindingsAreMarkedOnTheTimeline) {
+  Session session(Options().report_dir(dir()).print_report(false).mode(Mode::Suggest));
+  {
+    auto e = session.epoch();
+    for (int i = 0; i < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow loader
+      auto step = e.step(1);
+      auto f = step.forward();
+    }
+  }
+  ASSERT_FALSE(session.report().epochs.at(0).findings.empty());
+  auto events = test::recorded_events();
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const test::NvtxEvent& ev) {
+    return ev.kind == 'M' && ev.domain == "fathom" &&
+           ev.category == static_cast<std::uint32_t>(nvtx::Kind::Finding) &&
+           ev.message == "fathom: Training waits on data loading";
+  }));
 }
 
 TEST_F(SessionNvtxTest, ModeOffEmitsNoRanges) {

@@ -74,6 +74,37 @@ TEST_F(SessionTest, EpochWritesAJsonReportWithPhaseTimes) {
   EXPECT_FALSE(back.environment.not_measured.empty());  // CPU run: device figures said missing
 }
 
+TEST_F(SessionTest, HtmlReportBesideTheJson) {
+  Session session(Options().report_dir(dir()).run_name("run").print_report(false));
+  auto model = tiny_model();
+  train(session, model, 1);
+  const std::string html = slurp(dir() + "/run.html");
+  EXPECT_NE(html.find("<html"), std::string::npos);
+  EXPECT_NE(html.find("run"), std::string::npos);
+}
+
+TEST_F(SessionTest, FootprintCountsParametersGradientsAndOptimizerState) {
+  Session session(Options().report_dir(dir()).run_name("run").print_report(false));
+  auto model = tiny_model();
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  session.watch(*model);
+  session.watch(opt);
+  {
+    auto e = session.epoch();
+    auto step = e.step(4);
+    opt.zero_grad();
+    fathom::forward(model, torch::randn({4, 8})).sum().backward();
+    opt.step();
+  }
+  const auto& f = session.report().epochs.at(0).footprint;
+  ASSERT_TRUE(f.has_value());
+  const std::int64_t params = 8 * 16 + 16 + 16 * 4 + 4;
+  EXPECT_EQ(f->parameter_count, params);
+  EXPECT_EQ(f->parameter_bytes, params * 4);
+  EXPECT_EQ(f->gradient_bytes, params * 4);
+  EXPECT_EQ(f->optimizer_state_bytes, params * 4);  // one momentum buffer per parameter
+}
+
 TEST_F(SessionTest, EveryEpochRewritesTheReportWithAllEpochs) {
   Session session(Options().report_dir(dir()).run_name("run").print_report(false));
   auto model = tiny_model();

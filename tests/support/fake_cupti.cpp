@@ -2,7 +2,6 @@
 
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
-
 #include <fathom/clock.h>
 
 namespace fathom::testing {
@@ -10,16 +9,25 @@ namespace fathom::testing {
 std::size_t fake_record_size(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
-    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    default: return 0;
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      return sizeof(CUpti_ActivityMarker2);
+    default:
+      return 0;
   }
 }
 
@@ -29,8 +37,10 @@ std::size_t ActivityBufferBuilder::copy_to(std::uint8_t* buffer, std::size_t siz
   return n;
 }
 
-CUptiResult fake_next_record(std::uint8_t* buffer, std::size_t valid_size, CUpti_Activity** record) {
-  if (FakeCupti::get().next_record_error != CUPTI_SUCCESS) return FakeCupti::get().next_record_error;
+CUptiResult fake_next_record(std::uint8_t* buffer, std::size_t valid_size,
+                             CUpti_Activity** record) {
+  if (FakeCupti::get().next_record_error != CUPTI_SUCCESS)
+    return FakeCupti::get().next_record_error;
   std::size_t at = 0;
   if (*record) {
     auto* current = reinterpret_cast<std::uint8_t*>(*record);
@@ -62,7 +72,8 @@ std::uint32_t FakeCupti::api_call(CUpti_ActivityKind kind, std::uint32_t cbid, s
   if (enabled.count(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
     for (auto& [k, ids] : stacks) {
       if (ids.empty()) continue;
-      auto& e = pending.add<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+      auto& e =
+          pending.add<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
       e.externalKind = k;
       e.externalId = ids.back();
       e.correlationId = id;
@@ -77,8 +88,8 @@ std::uint32_t FakeCupti::api_call(CUpti_ActivityKind kind, std::uint32_t cbid, s
   return id;
 }
 
-CUpti_ActivityKernel10& FakeCupti::kernel(const char* name, std::uint32_t correlation, std::uint64_t start,
-                                          std::uint64_t end) {
+CUpti_ActivityKernel10& FakeCupti::kernel(const char* name, std::uint32_t correlation,
+                                          std::uint64_t start, std::uint64_t end) {
   auto& k = pending.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   k.name = name;
   k.correlationId = correlation;
@@ -89,8 +100,8 @@ CUpti_ActivityKernel10& FakeCupti::kernel(const char* name, std::uint32_t correl
 }
 
 CUpti_ActivityMemcpy6& FakeCupti::memcpy(std::uint8_t copy_kind, std::uint8_t src, std::uint8_t dst,
-                                         std::uint64_t bytes, std::uint32_t correlation, std::uint64_t start,
-                                         std::uint64_t end) {
+                                         std::uint64_t bytes, std::uint32_t correlation,
+                                         std::uint64_t start, std::uint64_t end) {
   auto& m = pending.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
   m.copyKind = copy_kind;
   m.srcKind = src;
@@ -126,13 +137,26 @@ FakeCupti& F() { return FakeCupti::get(); }
 
 CUptiResult fake_result_string(CUptiResult r, const char** s) {
   switch (r) {
-    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: *s = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
-    case CUPTI_ERROR_NOT_COMPATIBLE: *s = "CUPTI_ERROR_NOT_COMPATIBLE"; break;
-    case CUPTI_ERROR_UNKNOWN: *s = "CUPTI_ERROR_UNKNOWN"; break;
-    case CUPTI_ERROR_INVALID_KIND: *s = "CUPTI_ERROR_INVALID_KIND"; break;
-    case CUPTI_ERROR_NOT_INITIALIZED: *s = "CUPTI_ERROR_NOT_INITIALIZED"; break;
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: *s = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"; break;
-    default: return CUPTI_ERROR_INVALID_PARAMETER;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      *s = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+      break;
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+      *s = "CUPTI_ERROR_NOT_COMPATIBLE";
+      break;
+    case CUPTI_ERROR_UNKNOWN:
+      *s = "CUPTI_ERROR_UNKNOWN";
+      break;
+    case CUPTI_ERROR_INVALID_KIND:
+      *s = "CUPTI_ERROR_INVALID_KIND";
+      break;
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      *s = "CUPTI_ERROR_NOT_INITIALIZED";
+      break;
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      *s = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+      break;
+    default:
+      return CUPTI_ERROR_INVALID_PARAMETER;
   }
   return CUPTI_SUCCESS;
 }
@@ -150,18 +174,28 @@ CUptiResult fake_timestamp(std::uint64_t* t) {
 CUptiResult fake_callback_name(CUpti_CallbackDomain domain, std::uint32_t cbid, const char** name) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     switch (cbid) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000: *name = "cudaLaunchKernel_v7000"; return CUPTI_SUCCESS;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020: *name = "cudaMemcpyAsync_v3020"; return CUPTI_SUCCESS;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+        *name = "cudaLaunchKernel_v7000";
+        return CUPTI_SUCCESS;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+        *name = "cudaMemcpyAsync_v3020";
+        return CUPTI_SUCCESS;
       case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
         *name = "cudaStreamSynchronize_v3020";
         return CUPTI_SUCCESS;
-      default: break;
+      default:
+        break;
     }
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: *name = "cuLaunchKernel"; return CUPTI_SUCCESS;
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent: *name = "cuCtxGetCurrent"; return CUPTI_SUCCESS;
-      default: break;
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        *name = "cuLaunchKernel";
+        return CUPTI_SUCCESS;
+      case CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent:
+        *name = "cuCtxGetCurrent";
+        return CUPTI_SUCCESS;
+      default:
+        break;
     }
   }
   return CUPTI_ERROR_INVALID_PARAMETER;
@@ -181,7 +215,8 @@ CUptiResult fake_unsubscribe(CUpti_SubscriberHandle) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult fake_register(CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
+CUptiResult fake_register(CUpti_BuffersCallbackRequestFunc request,
+                          CUpti_BuffersCallbackCompleteFunc complete) {
   if (F().register_result != CUPTI_SUCCESS) return F().register_result;
   F().request = request;
   F().complete = complete;

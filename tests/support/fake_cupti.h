@@ -55,12 +55,12 @@ struct FakeCupti {
   std::map<CUpti_ActivityKind, CUptiResult> enable_results;  // missing: success
   CUptiResult flush_result = CUPTI_SUCCESS;
   CUptiResult next_record_error = CUPTI_SUCCESS;  // returned instead of the next record when set
-  std::uint64_t timestamp = 1'000'000'000;       // what cuptiGetTimestamp says, unless live_clock
+  std::uint64_t timestamp = 1'000'000'000;        // what cuptiGetTimestamp says, unless live_clock
   // A CUPTI clock that runs: fathom's now_ns() + clock_shift (records stamped with now()).
   bool live_clock = false;
   std::int64_t clock_shift = 5'000'000'000;
   std::uint64_t now() const;
-  std::size_t dropped_per_buffer = 0;              // what cuptiActivityGetNumDroppedRecords says
+  std::size_t dropped_per_buffer = 0;  // what cuptiActivityGetNumDroppedRecords says
 
   // What fathom did to it.
   bool subscribed = false;
@@ -78,11 +78,13 @@ struct FakeCupti {
   std::uint32_t next_correlation = 1;
   // A CUDA API call on the host: writes an external correlation record for each kind with a
   // pushed id (as CUPTI does), then the API record. Returns its correlation id.
-  std::uint32_t api_call(CUpti_ActivityKind kind, std::uint32_t cbid, std::uint64_t start, std::uint64_t end);
+  std::uint32_t api_call(CUpti_ActivityKind kind, std::uint32_t cbid, std::uint64_t start,
+                         std::uint64_t end);
   CUpti_ActivityKernel10& kernel(const char* name, std::uint32_t correlation, std::uint64_t start,
                                  std::uint64_t end);
-  CUpti_ActivityMemcpy6& memcpy(std::uint8_t copy_kind, std::uint8_t src, std::uint8_t dst, std::uint64_t bytes,
-                                std::uint32_t correlation, std::uint64_t start, std::uint64_t end);
+  CUpti_ActivityMemcpy6& memcpy(std::uint8_t copy_kind, std::uint8_t src, std::uint8_t dst,
+                                std::uint64_t bytes, std::uint32_t correlation, std::uint64_t start,
+                                std::uint64_t end);
   // Delivers pending records the way CUPTI does: one buffer from fathom's request callback,
   // back through the completion callback.
   void deliver_pending();

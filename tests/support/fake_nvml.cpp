@@ -64,12 +64,18 @@ FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
 }
 FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-    case kSuccess: return "Success";
-    case kInvalidArgument: return "Invalid Argument";
-    case kNotSupported: return "Not Supported";
-    case kNotFound: return "Not Found";
-    case kDriverNotLoaded: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case kSuccess:
+      return "Success";
+    case kInvalidArgument:
+      return "Invalid Argument";
+    case kNotSupported:
+      return "Not Supported";
+    case kNotFound:
+      return "Not Found";
+    case kDriverNotLoaded:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned int len) {
@@ -100,7 +106,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* name, unsigned 
   if (!valid(d)) return kInvalidArgument;
   return copy_string("Fake H100 80GB HBM3", name, len);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int* major, int* minor) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int* major,
+                                                            int* minor) {
   if (!valid(d)) return kInvalidArgument;
   *major = 9;
   *minor = 0;
@@ -130,7 +137,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigne
   *mw = 700000;
   return kSuccess;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long* mj) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d,
+                                                             unsigned long long* mj) {
   if (!valid(d)) return kInvalidArgument;
   *mj = 1000000ULL + 500000ULL * g_reads.load();  // 500 J more for every utilization read
   return kSuccess;
@@ -145,7 +153,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, uns
   *mhz = type == 2 ? 2619 : 1980;
   return kSuccess;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long* r) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d,
+                                                                unsigned long long* r) {
   if (!valid(d)) return kInvalidArgument;
   *r = g_reads.load() % 2 ? 0x4 : 0x0;  // power cap on the busy readings
   return kSuccess;

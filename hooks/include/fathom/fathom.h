@@ -1,5 +1,12 @@
 #pragma once
 // Everything a LibTorch training loop needs from fathom.
+#include <fathom/amp.h>
+#include <fathom/autocast.h>
+#include <fathom/distributed.h>
+#include <fathom/block.h>
+#include <fathom/checkpoint.h>
 #include <fathom/fathom_core.h>
+#include <fathom/grad_scaler.h>
+#include <fathom/guarded_step.h>
 #include <fathom/sequential.h>
 #include <fathom/session.h>

@@ -33,6 +33,12 @@
 namespace torch::nn {
 class Module;
 }
+namespace torch::optim {
+class Optimizer;
+}
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace fathom {
 
@@ -80,6 +86,16 @@ class [[nodiscard]] StepScope {
   // Copies t to device inside a copy phase and records the bytes, the time, and whether the
   // source was pinned or pageable. Behaves exactly like t.to(device, non_blocking).
   at::Tensor to_device(const at::Tensor& t, c10::Device device, bool non_blocking = false);
+
+  // Mixed precision (fathom/amp.h). scaled: the loss to call backward() on, multiplied by the
+  // GradScaler's scale when this step runs fp16, else loss itself; it also tells fathom the
+  // loss, as loss() does (Auto mode watches it). apply: optimizer.step(), on unscaled gradients
+  // and skipped when they hold inf or NaN under mixed precision; returns whether it stepped.
+  // unscale: unscales the gradients now, to clip them before apply (once per step).
+  at::Tensor scaled(const at::Tensor& loss);
+  void loss(const at::Tensor& loss);
+  bool apply(torch::optim::Optimizer& optimizer);
+  void unscale(torch::optim::Optimizer& optimizer);
 
  private:
   friend class EpochScope;
@@ -133,6 +149,8 @@ class Session {
 
   // Learns the model's module tree: names for module ranges (see ModuleScope, forward()).
   void watch(const torch::nn::Module& model);
+  // Learns the optimizer: its state's bytes go into the report's memory footprint.
+  void watch(const torch::optim::Optimizer& optimizer);
 
   EpochScope epoch() noexcept;
 

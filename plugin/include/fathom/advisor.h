@@ -1,10 +1,10 @@
 #pragma once
 // Turns an epoch's measurements into findings: evidence, why it matters, estimated gain, fix.
 // Every threshold lives in thresholds.h; docs/thresholds.md lists the rules and what fires them.
+#include <fathom/report.h>
+
 #include <string_view>
 #include <vector>
-
-#include <fathom/report.h>
 
 namespace fathom {
 

@@ -2,16 +2,23 @@
 // Suggest mode's mixed-precision finding ("precision.mixed"): the measured FP32 work that could run
 // on Tensor Cores, the speed-up that moving it to 16 bits can give at most on this GPU
 // (gpu_throughput.h), and the code that enables it.
-#include <optional>
-#include <string>
-#include <vector>
-
 #include <fathom/report.h>
 #include <fathom/unmeasured.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace fathom {
 
 struct TensorCoreResult;
+
+namespace finding_id {
+// Auto mode turned mixed precision off again (the loss went non-finite or drifted, or the steps
+// got slower). "precision.mixed" (advisor.h) is the suggestion, or, applied, that it runs.
+inline constexpr std::string_view kMixedPrecisionRolledBack = "precision.rolled_back";
+}  // namespace finding_id
 
 struct AmpDeviceFacts {
   bool cuda = false;

@@ -7,14 +7,14 @@
 //   watching / enabled --(non-finite loss or gradients, drift beyond the fp32 trend,
 //   slower steps)--> rolled back (for good; the report says why)
 //   warming up --(no loss from the loop)--> not enabled
+#include <fathom/loss_trend.h>
+#include <fathom/mixed_precision.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fathom/loss_trend.h>
-#include <fathom/mixed_precision.h>
 
 namespace fathom {
 
@@ -23,12 +23,12 @@ enum class AmpStage { WarmingUp, Watching, Enabled, RolledBack, NotEnabled };
 std::string_view amp_stage_name(AmpStage s) noexcept;
 
 struct AutoAmpOptions {
-  int warmup_steps = 20;       // fp32 steps with a loss that set the trend
-  int watch_steps = 30;        // mixed-precision steps compared with it before accepting
-  double tolerance = 0.10;     // relative rise of the loss over the fp32 trend allowed
-  int smooth_steps = 5;        // losses averaged for the drift check
+  int warmup_steps = 20;    // fp32 steps with a loss that set the trend
+  int watch_steps = 30;     // mixed-precision steps compared with it before accepting
+  double tolerance = 0.10;  // relative rise of the loss over the fp32 trend allowed
+  int smooth_steps = 5;     // losses averaged for the drift check
   bool rollback_if_slower = true;
-  double slower_margin = 0.05; // slower means median step time above fp32's by this share
+  double slower_margin = 0.05;  // slower means median step time above fp32's by this share
 };
 
 // What one finished step produced.
@@ -46,7 +46,9 @@ class AutoAmpPolicy {
 
   AmpStage stage() const noexcept { return stage_; }
   // Whether the next step runs with mixed precision.
-  bool amp_on() const noexcept { return stage_ == AmpStage::Watching || stage_ == AmpStage::Enabled; }
+  bool amp_on() const noexcept {
+    return stage_ == AmpStage::Watching || stage_ == AmpStage::Enabled;
+  }
   const AutoAmpOptions& options() const noexcept { return options_; }
 
   // Feeds one finished step; returns the event when the stage changed.

@@ -3,10 +3,10 @@
 // timeline is measured against) or a phase (what GPU work launched inside it is attributed to).
 // fathom's own names come first; PyTorch profiler names (ProfilerStep#N, DataLoader,
 // Optimizer.step, autograd's evaluate_function) let the same analyses read a Kineto trace.
+#include <fathom/phase.h>
+
 #include <cstdint>
 #include <string_view>
-
-#include <fathom/phase.h>
 
 namespace fathom {
 

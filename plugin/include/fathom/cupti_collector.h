@@ -8,15 +8,15 @@
 // Buffers complete asynchronously; flush() hands what has completed to the sink as one
 // GpuActivity batch, on the calling thread. Step ends flush without waiting (nothing that is
 // still running is waited for); the epoch end forces out everything.
+#include <fathom/gpu_records.h>
+#include <fathom/phase.h>
+#include <fathom/unmeasured.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <fathom/gpu_records.h>
-#include <fathom/phase.h>
-#include <fathom/unmeasured.h>
 
 namespace fathom {
 
@@ -51,7 +51,8 @@ class CuptiCollector {
   // why in state() and not_measured().
   static std::unique_ptr<CuptiCollector> start(Sink sink, CuptiConfig config = {});
   // The same with a given CUPTI (tests pass a fake).
-  static std::unique_ptr<CuptiCollector> start(const cupti::Api& api, Sink sink, CuptiConfig config = {});
+  static std::unique_ptr<CuptiCollector> start(const cupti::Api& api, Sink sink,
+                                               CuptiConfig config = {});
   // A collector that does not collect, when the library could not be loaded (why: what was
   // searched) or when the caller already knows another client holds CUPTI (why, verbatim).
   static std::unique_ptr<CuptiCollector> unavailable(std::string why);
@@ -93,7 +94,8 @@ class CuptiCollector {
 };
 
 // What the report calls CUPTI's measurements, for Unmeasured::what.
-inline constexpr const char* kCuptiMeasurements = "GPU kernels, transfers and Tensor Core use (CUPTI)";
+inline constexpr const char* kCuptiMeasurements =
+    "GPU kernels, transfers and Tensor Core use (CUPTI)";
 
 // External correlation: the hooks push the id of the op (OpRecord::external_id) or the phase
 // around the work they launch; CUPTI then tags every CUDA call made on this thread in between.

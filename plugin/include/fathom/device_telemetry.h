@@ -2,13 +2,13 @@
 // What the device's management interface (NVML) says while a run trains: utilization, memory,
 // power and energy, clocks and why they were lowered, and the PCIe link. Samples are folded into
 // a bounded per-epoch summary; nothing here knows NVML (see telemetry_sampler.h for the source).
+#include <fathom/unmeasured.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fathom/unmeasured.h>
 
 namespace fathom {
 
@@ -47,10 +47,14 @@ struct ThrottleReason {
   bool slows_work;  // false for reasons that are not a slowdown (idle, app clocks, display)
 };
 inline constexpr ThrottleReason kThrottleReasons[] = {
-    {0x1, "gpu_idle", false},           {0x2, "applications_clocks", false},
-    {0x4, "sw_power_cap", true},        {0x8, "hw_slowdown", true},
-    {0x10, "sync_boost", false},        {0x20, "sw_thermal_slowdown", true},
-    {0x40, "hw_thermal_slowdown", true}, {0x80, "hw_power_brake_slowdown", true},
+    {0x1, "gpu_idle", false},
+    {0x2, "applications_clocks", false},
+    {0x4, "sw_power_cap", true},
+    {0x8, "hw_slowdown", true},
+    {0x10, "sync_boost", false},
+    {0x20, "sw_thermal_slowdown", true},
+    {0x40, "hw_thermal_slowdown", true},
+    {0x80, "hw_power_brake_slowdown", true},
     {0x100, "display_clock_setting", false},
 };
 
@@ -136,7 +140,9 @@ class TelemetryAccumulator {
     void add(const std::optional<double>& v) {
       if (v) sum += *v, ++n;
     }
-    std::optional<double> value() const { return n ? std::optional<double>(sum / n) : std::nullopt; }
+    std::optional<double> value() const {
+      return n ? std::optional<double>(sum / n) : std::nullopt;
+    }
   };
   void merge_series();
 

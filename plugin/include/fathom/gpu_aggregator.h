@@ -8,6 +8,10 @@
 //
 // Not synchronized: one thread at a time (the collector delivers on the flushing thread).
 // add() never throws; a record that cannot be kept (out of memory) is counted as dropped.
+#include <fathom/gpu_records.h>
+#include <fathom/kernel_classifier.h>
+#include <fathom/phase.h>
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -15,10 +19,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fathom/gpu_records.h>
-#include <fathom/kernel_classifier.h>
-#include <fathom/phase.h>
 
 namespace fathom {
 
@@ -72,9 +72,9 @@ struct RuntimeStats {
 // One Tensor-Core-eligible ATen op, keyed by name, input shapes and input types.
 struct EligibleOpStats {
   std::string name;
-  std::string shapes;      // "[64,3,224,224] [64,3,7,7]"
-  std::string dtypes;      // "float float"
-  std::string misaligned;  // dims_not_multiple_of_8(), "" when all are (or unknown)
+  std::string shapes;                // "[64,3,224,224] [64,3,7,7]"
+  std::string dtypes;                // "float float"
+  std::string misaligned;            // dims_not_multiple_of_8(), "" when all are (or unknown)
   std::int64_t instances = 0;        // seen on the host
   std::int64_t with_kernels = 0;     // instances tied to at least one kernel
   std::int64_t only_cuda_cores = 0;  // ... whose kernels all ran on CUDA cores
@@ -94,8 +94,8 @@ struct PhaseGpuStats {
 
 // The GPU's idle time, by what the host was doing when the GPU ran out of work.
 struct IdleStats {
-  std::int64_t data_wait_ns = 0;    // the host was in a data-loading phase
-  std::int64_t sync_ns = 0;         // the host was blocked in a synchronization when the GPU went idle
+  std::int64_t data_wait_ns = 0;  // the host was in a data-loading phase
+  std::int64_t sync_ns = 0;  // the host was blocked in a synchronization when the GPU went idle
   std::int64_t host_launch_ns = 0;  // the next work was launched only after the GPU went idle
   std::int64_t other_ns = 0;        // none of these could be shown from the records
   std::int64_t gaps = 0;
@@ -105,9 +105,9 @@ struct IdleStats {
 // intervals, so concurrent work on several streams counts once.
 struct DeviceTimelineStats {
   std::int32_t device = 0;
-  std::int64_t busy_ns = 0;         // kernels, copies and memsets
-  std::int64_t kernel_ns = 0;       // kernels
-  std::int64_t compute_ns = 0;      // kernels that are not communication
+  std::int64_t busy_ns = 0;     // kernels, copies and memsets
+  std::int64_t kernel_ns = 0;   // kernels
+  std::int64_t compute_ns = 0;  // kernels that are not communication
   std::int64_t communication_ns = 0;
   std::int64_t memcpy_ns = 0;
   std::int64_t kernel_or_memcpy_ns = 0;
@@ -148,10 +148,10 @@ struct GpuAggregate {
 };
 
 struct AggregatorLimits {
-  std::size_t window_records = std::size_t{1} << 16;   // GPU records held before a sweep
-  std::size_t host_records = std::size_t{1} << 20;     // launches / ops / ranges held for correlation
-  std::size_t kernel_names = std::size_t{1} << 14;     // distinct names; beyond, one folded row
-  std::size_t op_keys = std::size_t{1} << 12;          // distinct eligible op keys; beyond, one row
+  std::size_t window_records = std::size_t{1} << 16;  // GPU records held before a sweep
+  std::size_t host_records = std::size_t{1} << 20;  // launches / ops / ranges held for correlation
+  std::size_t kernel_names = std::size_t{1} << 14;  // distinct names; beyond, one folded row
+  std::size_t op_keys = std::size_t{1} << 12;       // distinct eligible op keys; beyond, one row
 };
 
 class GpuAggregator {

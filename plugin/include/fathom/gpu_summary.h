@@ -2,15 +2,15 @@
 // The GPU section of a report: the Tensor Core, transfer and timeline analyses of one source
 // (a session's CUPTI records, a PyTorch profiler trace, a replay file), with what could not be
 // measured and why. Written to JSON and the terminal with the rest of the report.
-#include <cstdint>
-#include <string>
-#include <vector>
-
 #include <fathom/gpu_records.h>
 #include <fathom/tensor_core_analysis.h>
 #include <fathom/timeline_analysis.h>
 #include <fathom/transfer_analysis.h>
 #include <fathom/unmeasured.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace fathom {
 
@@ -40,5 +40,9 @@ std::string format_gpu_summary_text(const GpuSummary& s);
 std::string format_gpu_summary_json(const GpuSummary& s);
 // Throws fathom::Error naming source_name and the problem.
 GpuSummary parse_gpu_summary_json(const std::string& text, const std::string& source_name);
+
+// What `fathom analyze` writes: {"schema": "fathom.analysis", "schema_version", "input", "gpu"}.
+inline constexpr int kAnalysisSchemaVersion = 1;
+std::string format_gpu_analysis_json(const GpuSummary& s, const std::string& input_path);
 
 }  // namespace fathom

@@ -9,14 +9,14 @@
 namespace fathom {
 
 struct GpuThroughput {
-  std::string_view name;       // the card the figures are from
+  std::string_view name;  // the card the figures are from
   int compute_major = 0;
   int compute_minor = 0;
-  std::string_view match;      // substring of the device name that picks this row ("" = none)
-  double fp32_tflops = 0;      // CUDA cores
-  double tf32_tflops = 0;      // Tensor Cores; 0 where there is no TF32
-  double fp16_tflops = 0;      // Tensor Cores, FP32 accumulate
-  double bf16_tflops = 0;      // Tensor Cores; 0 where there is no bf16
+  std::string_view match;  // substring of the device name that picks this row ("" = none)
+  double fp32_tflops = 0;  // CUDA cores
+  double tf32_tflops = 0;  // Tensor Cores; 0 where there is no TF32
+  double fp16_tflops = 0;  // Tensor Cores, FP32 accumulate
+  double bf16_tflops = 0;  // Tensor Cores; 0 where there is no bf16
 };
 
 inline constexpr GpuThroughput kGpuThroughput[] = {

@@ -2,13 +2,13 @@
 // Hardware fit: from what a run measured (parameters, gradients, optimizer state, activations)
 // the memory it needs on common card sizes, with and without mixed precision and activation
 // checkpointing. The model and its assumptions: docs/report-schema.md#hardware-fit.
+#include <fathom/records.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fathom/records.h>
 
 namespace fathom {
 
@@ -20,15 +20,15 @@ struct MemoryFootprint {
   std::int64_t optimizer_state_bytes = 0;  // e.g. Adam's exp_avg and exp_avg_sq
   std::int64_t activation_bytes = 0;       // saved for backward at a step's peak
   std::optional<std::int64_t> checkpointable_blocks;  // blocks of the chain the planner may wrap
-  bool mixed_precision = false;  // the run already used autocast
-  bool checkpointing = false;    // the run already checkpointed activations
+  bool mixed_precision = false;                       // the run already used autocast
+  bool checkpointing = false;                         // the run already checkpointed activations
 };
 
 enum class Fit { Fits, Tight, DoesNotFit };
 std::string_view fit_name(Fit f) noexcept;  // "fits", "tight", "does_not_fit"
 
 struct CardSize {
-  std::string_view label;      // "80 GB"
+  std::string_view label;       // "80 GB"
   std::int64_t capacity_bytes;  // what the driver reports for such a card
 };
 // The cards the report compares against: 24 GB (RTX 4090, L4, A10), 40 GB (A100-40GB),
@@ -44,7 +44,7 @@ struct FitVariant {
   bool checkpointing = false;
   bool as_run = false;
   std::optional<std::int64_t> need_bytes;  // empty: not estimated, see why
-  std::string why;                          // why not estimated
+  std::string why;                         // why not estimated
   std::int64_t activation_bytes = 0;
   std::int64_t cast_cache_bytes = 0;  // low-precision weight copies autocast keeps per step
   std::vector<Fit> cards;             // per kFitCards entry, when need_bytes is known
@@ -53,8 +53,8 @@ struct FitVariant {
 struct HardwareFit {
   std::int64_t overhead_bytes = 0;  // CUDA context, library workspaces
   bool overhead_measured = false;   // true: NVML memory used minus allocator reserved
-  double fragmentation = 1.0;       // allocator reserved / allocated at the peak (measured; 1 if not)
-  std::vector<FitVariant> variants; // as run first
+  double fragmentation = 1.0;  // allocator reserved / allocated at the peak (measured; 1 if not)
+  std::vector<FitVariant> variants;  // as run first
 };
 
 // device_used_bytes: the device's own peak "memory used" (NVML), to measure the overhead outside

@@ -5,7 +5,10 @@
 // more than a relative tolerance plus the noise such a mean can show by chance.
 //
 // The line is not extrapolated downward: loss curves flatten, so a falling fp32 line projected
-// forward would call healthy training a drift. A rising fp32 line is followed upward.
+// forward would call healthy training a drift. For the same reason the level is never below the
+// mean of the window's last kRecentPoints losses (a line through a convex curve ends under it).
+// A rising fp32 line is followed upward.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -31,7 +34,9 @@ class LossTrend {
 
   double slope() const noexcept { return slope_; }
   double noise() const noexcept { return noise_; }  // residual standard deviation
-  double level() const noexcept { return level_; }  // the line at the window's last step
+  // The line at the window's last step, or the mean of the last losses when that is higher.
+  double level() const noexcept { return level_; }
+  static constexpr std::size_t kRecentPoints = 5;
   std::int64_t last_step() const noexcept { return last_step_; }
 
   // The fp32 trend at step: the window's final level, or the line when it rises.
@@ -39,7 +44,8 @@ class LossTrend {
 
   // recent: the latest losses (finite), the last one at step. tolerance: relative to the
   // reference (0.1 = 10 %). The noise allowance is 3 standard errors of their mean.
-  TrendCheck check(const std::vector<double>& recent, std::int64_t step, double tolerance) const noexcept;
+  TrendCheck check(const std::vector<double>& recent, std::int64_t step,
+                   double tolerance) const noexcept;
 
  private:
   double slope_ = 0;

@@ -2,13 +2,13 @@
 // The mixed-precision section of an epoch's report: the precision each phase ran in, the steps
 // whose optimizer update was skipped on inf/NaN gradients, the gradient scale's history, and what
 // the Auto policy did (enabled, accepted, rolled back) and why. Schema: docs/report-schema.md.
+#include <fathom/phase.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <fathom/phase.h>
 
 namespace fathom {
 
@@ -35,22 +35,24 @@ struct AmpEvent {
   std::string detail;
 };
 
-// At most this many scale points per epoch: the first change and the latest ones.
+// At most this many scale points per epoch: the scale the epoch started with, then the latest
+// changes.
 inline constexpr std::size_t kScaleHistoryLimit = 64;
 
 struct MixedPrecisionSummary {
-  std::string policy;       // "off", "suggest", "auto", "on"
-  std::string state;        // at the epoch's end: "fp32", "warming_up", "watching", "enabled", "rolled_back"
-  std::string dtype;        // "bf16", "fp16"; "" while it never ran
-  std::string device_type;  // autocast's device type: "cpu", "cuda"
-  bool grad_scaling = false;  // a GradScaler scaled the loss (fp16)
+  std::string policy;  // "off", "suggest", "auto", "on"
+  std::string
+      state;  // at the epoch's end: "fp32", "warming_up", "watching", "enabled", "rolled_back"
+  std::string dtype;                     // "bf16", "fp16"; "" while it never ran
+  std::string device_type;               // autocast's device type: "cpu", "cuda"
+  bool grad_scaling = false;             // a GradScaler scaled the loss (fp16)
   std::int64_t steps_low_precision = 0;  // steps whose forward ran under autocast
   std::int64_t steps_fp32 = 0;
-  std::vector<PhasePrecision> phases;    // forward, backward, optimizer
-  std::int64_t skipped_steps = 0;        // optimizer updates skipped on inf/NaN gradients
-  std::vector<ScalePoint> scale_history; // bounded, see kScaleHistoryLimit
-  std::int64_t scale_changes = 0;        // all changes, also those left out of the history
-  std::optional<double> scale;           // at the epoch's end, when a GradScaler ran
+  std::vector<PhasePrecision> phases;     // forward, backward, optimizer
+  std::int64_t skipped_steps = 0;         // optimizer updates skipped on inf/NaN gradients
+  std::vector<ScalePoint> scale_history;  // the first scale, then each change; kScaleHistoryLimit
+  std::int64_t scale_changes = 0;         // all changes, also those left out of the history
+  std::optional<double> scale;            // at the epoch's end, when a GradScaler ran
   // What the Auto policy compared (medians of host step time; loss level of the fp32 trend).
   std::optional<double> fp32_step_ms;
   std::optional<double> amp_step_ms;

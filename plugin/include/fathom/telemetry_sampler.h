@@ -7,6 +7,9 @@
 //   env.not_measured += nvml.not_measured;                 // NVML absent: the report says so
 //   if (nvml.source) sampler.emplace(std::move(nvml.source), std::chrono::milliseconds(100));
 //   ... at each epoch end:  summary.telemetry = sampler->take();
+#include <fathom/device_telemetry.h>
+#include <fathom/unmeasured.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -16,9 +19,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fathom/device_telemetry.h>
-#include <fathom/unmeasured.h>
 
 namespace fathom {
 

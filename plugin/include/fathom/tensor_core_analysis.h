@@ -12,10 +12,10 @@ namespace fathom {
 struct GpuAggregate;
 
 struct PhaseTensorCores {
-  std::string phase;  // phase_name(), or "unattributed"
-  std::int64_t kernel_ns = 0;       // compute kernels (communication left out)
+  std::string phase;           // phase_name(), or "unattributed"
+  std::int64_t kernel_ns = 0;  // compute kernels (communication left out)
   std::int64_t tensor_core_ns = 0;
-  std::optional<double> share;      // tensor_core_ns / kernel_ns; null without kernel time
+  std::optional<double> share;  // tensor_core_ns / kernel_ns; null without kernel time
 };
 
 struct KernelFamilyTime {
@@ -47,14 +47,14 @@ struct EligibleOp {
 };
 
 struct TensorCoreResult {
-  std::int64_t kernel_count = 0;   // compute kernels
+  std::int64_t kernel_count = 0;  // compute kernels
   std::int64_t kernel_ns = 0;
   std::int64_t tensor_core_count = 0;
   std::int64_t tensor_core_ns = 0;
-  std::optional<double> share;     // of compute-kernel time; null without any
-  std::vector<PhaseTensorCores> phases;   // phases with kernel time, then "unattributed"
-  std::vector<KernelFamilyTime> families; // by time, most first
-  std::vector<TopKernel> top_kernels;     // by time, at most kTopKernels
+  std::optional<double> share;             // of compute-kernel time; null without any
+  std::vector<PhaseTensorCores> phases;    // phases with kernel time, then "unattributed"
+  std::vector<KernelFamilyTime> families;  // by time, most first
+  std::vector<TopKernel> top_kernels;      // by time, at most kTopKernels
 
   // Eligible ops, when the source recorded ATen ops (a Kineto trace, fathom's op hooks).
   bool ops_recorded = false;
@@ -63,7 +63,7 @@ struct TensorCoreResult {
   std::int64_t eligible_only_cuda_cores = 0;
   std::int64_t eligible_cuda_core_ns = 0;  // kernel time of eligible ops on CUDA cores
   std::vector<EligibleOp> on_cuda_cores;   // by CUDA core time, most first, at most kTopOps
-  std::vector<EligibleOp> misaligned;      // shapes not multiples of 8, by instances, at most kTopOps
+  std::vector<EligibleOp> misaligned;  // shapes not multiples of 8, by instances, at most kTopOps
 };
 
 inline constexpr std::size_t kTopKernels = 10;

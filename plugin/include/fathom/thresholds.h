@@ -58,6 +58,17 @@ inline constexpr double kCommunicationShareOfStep = 0.10;
 // Less than half of the communication hidden behind compute counts as poorly overlapped.
 inline constexpr double kCommunicationOverlapLow = 0.50;
 
+// --- across ranks (job report, job_findings.cpp) ------------------------------------------------
+// A rank whose work per step (step less communication wait) exceeds the median of the other
+// ranks by more than 10%, and by at least 1 ms, holds every synchronous all-reduce back.
+inline constexpr double kStragglerShare = 0.10;
+inline constexpr double kStragglerMinMs = 1.0;
+// One rank waiting on data: its data wait exceeds the other ranks' median by this share of its
+// step (the single-rank rule, kDataShareOfStep, applied to the difference).
+inline constexpr double kRankDataExcessShareOfStep = 0.05;
+// Load imbalance: samples per step (or steps per epoch) differ by more than 10% across ranks.
+inline constexpr double kLoadImbalanceShare = 0.10;
+
 // --- clocks and link (NVML) --------------------------------------------------------------------
 // Clocks lowered by power or temperature in more than this share of samples.
 inline constexpr double kThrottleShareOfSamples = 0.10;

@@ -2,11 +2,11 @@
 // The GPU timeline: how much of the window each device was busy, why it was idle (data loading,
 // host synchronizations, launches that came too late), how many kernels were tiny, and how much
 // of the communication (NCCL) ran while compute kernels ran.
+#include <fathom/gpu_aggregator.h>
+
 #include <cstdint>
 #include <optional>
 #include <vector>
-
-#include <fathom/gpu_aggregator.h>
 
 namespace fathom {
 
@@ -18,7 +18,7 @@ struct DeviceTimeline {
   IdleStats idle;                    // idle_ns split; the parts add up to idle_ns
   std::int64_t kernel_ns = 0;        // union of kernel intervals
   std::int64_t communication_ns = 0;
-  std::int64_t communication_overlap_ns = 0;  // communication while compute kernels ran
+  std::int64_t communication_overlap_ns = 0;          // communication while compute kernels ran
   std::optional<double> communication_overlap_share;  // of communication_ns
 };
 
@@ -36,7 +36,8 @@ struct TimelineResult {
 
   std::int64_t communication_kernels = 0;
   std::int64_t communication_ns = 0;  // sum over NCCL kernels
-  std::optional<double> communication_share;  // union of communication / window, summed over devices
+  std::optional<double>
+      communication_share;  // union of communication / window, summed over devices
 
   // The host side: kernel launches and calls that block the host until the GPU catches up.
   std::int64_t launch_calls = 0;

@@ -2,12 +2,12 @@
 // Copies between host and device: bytes, time and achieved bandwidth per direction against the
 // link's theoretical peak, pageable vs pinned host memory, synchronous vs asynchronous calls,
 // the share of the window they occupy and how much of them ran while kernels ran.
+#include <fathom/gpu_records.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <fathom/gpu_records.h>
 
 namespace fathom {
 
@@ -53,12 +53,12 @@ struct TransferResult {
   LinkPeak link;
   std::int64_t count = 0;
   std::int64_t bytes = 0;
-  std::int64_t total_ns = 0;   // sum of copy durations
-  std::int64_t busy_ns = 0;    // union of copy intervals (concurrent copies once)
+  std::int64_t total_ns = 0;  // sum of copy durations
+  std::int64_t busy_ns = 0;   // union of copy intervals (concurrent copies once)
   std::int64_t overlap_with_kernels_ns = 0;
-  std::optional<double> overlap_share;      // of busy_ns
+  std::optional<double> overlap_share;  // of busy_ns
   std::int64_t window_ns = 0;
-  std::optional<double> share_of_window;   // busy_ns / window (the steps when there are any)
+  std::optional<double> share_of_window;  // busy_ns / window (the steps when there are any)
   // What the advisor's transfer rules look at.
   std::int64_t pageable_async_count = 0;  // async API calls on pageable memory: really synchronous
   std::int64_t large_sync_h2d_count = 0;  // synchronous host-to-device copies above kSyncCopyBytes

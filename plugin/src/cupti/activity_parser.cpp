@@ -24,39 +24,55 @@ bool is_driver_launch(const std::string& name) { return name.rfind("cuLaunch", 0
 MemcpyKind memcpy_kind(std::uint8_t k) noexcept {
   switch (k) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return MemcpyKind::HostToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return MemcpyKind::HostToDevice;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return MemcpyKind::DeviceToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return MemcpyKind::DeviceToHost;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return MemcpyKind::DeviceToDevice;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return MemcpyKind::HostToHost;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return MemcpyKind::PeerToPeer;
-    default: return MemcpyKind::Unknown;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+      return MemcpyKind::DeviceToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return MemcpyKind::HostToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return MemcpyKind::PeerToPeer;
+    default:
+      return MemcpyKind::Unknown;
   }
 }
 
 MemoryKind memory_kind(std::uint8_t k) noexcept {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemoryKind::Pageable;
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return MemoryKind::Pinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
+      return MemoryKind::Pageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+      return MemoryKind::Pinned;
     case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
     case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return MemoryKind::Device;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+      return MemoryKind::Device;
     case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return MemoryKind::Managed;
-    default: return MemoryKind::Unknown;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
+      return MemoryKind::Managed;
+    default:
+      return MemoryKind::Unknown;
   }
 }
 
 SyncKind sync_kind(CUpti_ActivitySynchronizationType t) noexcept {
   switch (t) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return SyncKind::Event;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return SyncKind::StreamWaitEvent;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return SyncKind::Stream;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return SyncKind::Context;
-    default: return SyncKind::Unknown;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+      return SyncKind::Event;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+      return SyncKind::StreamWaitEvent;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+      return SyncKind::Stream;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+      return SyncKind::Context;
+    default:
+      return SyncKind::Unknown;
   }
 }
 
@@ -65,7 +81,8 @@ std::string api_display_name(const char* cupti_name) {
   const std::size_t v = name.rfind("_v");
   if (v != std::string::npos && v + 2 < name.size()) {
     bool digits = true;
-    for (std::size_t i = v + 2; i < name.size(); ++i) digits = digits && std::isdigit(static_cast<unsigned char>(name[i]));
+    for (std::size_t i = v + 2; i < name.size(); ++i)
+      digits = digits && std::isdigit(static_cast<unsigned char>(name[i]));
     if (digits) name.resize(v);
   }
   return name;
@@ -77,10 +94,12 @@ const std::string& ActivityParser::api_name(CUpti_CallbackDomain domain, std::ui
   if (it != names_.end()) return it->second;
   const char* raw = nullptr;
   std::string name;
-  if (api_.get_callback_name && api_.get_callback_name(domain, cbid, &raw) == CUPTI_SUCCESS && raw) {
+  if (api_.get_callback_name && api_.get_callback_name(domain, cbid, &raw) == CUPTI_SUCCESS &&
+      raw) {
     name = api_display_name(raw);
   } else {
-    name = (domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver api " : "runtime api ") + std::to_string(cbid);
+    name = (domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver api " : "runtime api ") +
+           std::to_string(cbid);
   }
   return names_.emplace(key, std::move(name)).first->second;
 }
@@ -204,7 +223,9 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
           out.correlations.push_back({e->correlationId, e->externalKind, e->externalId});
           break;
         }
-        default: ++out.skipped; break;
+        default:
+          ++out.skipped;
+          break;
       }
     }
     std::vector<bool> nested(a.runtime_calls.size(), false);

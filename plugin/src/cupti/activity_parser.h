@@ -2,13 +2,13 @@
 // Turns one completed CUPTI activity buffer into fathom's plain records (gpu_records.h).
 // External correlation records are returned beside the activity: the GPU records they belong to
 // may arrive in another buffer, so attribution happens later (CorrelationTable).
+#include <fathom/gpu_records.h>
+
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <fathom/gpu_records.h>
 
 #include "cupti_api.h"
 

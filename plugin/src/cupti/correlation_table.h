@@ -4,22 +4,24 @@
 // GPU record with the same correlation id when the work completes, often in a later buffer. The
 // table keeps the correlations of the last few deliveries only, so it grows with the launches of
 // a few steps, never with the run.
+#include <fathom/gpu_records.h>
+#include <fathom/phase.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
-#include <fathom/gpu_records.h>
-#include <fathom/phase.h>
-
 #include "activity_parser.h"
 
 namespace fathom::cupti {
 
 // The CUPTI external correlation kinds fathom pushes.
-inline constexpr CUpti_ExternalCorrelationKind kOpCorrelation = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-inline constexpr CUpti_ExternalCorrelationKind kPhaseCorrelation = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
+inline constexpr CUpti_ExternalCorrelationKind kOpCorrelation =
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+inline constexpr CUpti_ExternalCorrelationKind kPhaseCorrelation =
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
 
 class CorrelationTable {
  public:

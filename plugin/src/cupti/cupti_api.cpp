@@ -12,7 +12,9 @@ namespace {
 constexpr int kHeaderMajor = CUPTI_API_VERSION / 10000;
 
 // CUPTI numbered its API versions 1, 2, ... 26 before CUDA 13 and major * 10000 + minor since.
-int major_of(std::uint32_t version) { return version >= 10000 ? static_cast<int>(version / 10000) : 0; }
+int major_of(std::uint32_t version) {
+  return version >= 10000 ? static_cast<int>(version / 10000) : 0;
+}
 
 template <typename Fn>
 bool resolve(void* handle, const char* symbol, Fn& out, std::string& missing) {
@@ -38,8 +40,10 @@ Loaded bind(void* handle, const std::string& where) {
   resolve(handle, "cuptiActivityFlushAll", a.activity_flush_all, missing);
   resolve(handle, "cuptiActivityGetNextRecord", a.activity_get_next_record, missing);
   resolve(handle, "cuptiActivityGetNumDroppedRecords", a.activity_get_num_dropped_records, missing);
-  resolve(handle, "cuptiActivityPushExternalCorrelationId", a.activity_push_external_correlation_id, missing);
-  resolve(handle, "cuptiActivityPopExternalCorrelationId", a.activity_pop_external_correlation_id, missing);
+  resolve(handle, "cuptiActivityPushExternalCorrelationId", a.activity_push_external_correlation_id,
+          missing);
+  resolve(handle, "cuptiActivityPopExternalCorrelationId", a.activity_pop_external_correlation_id,
+          missing);
   if (!missing.empty()) {
     l.why = where + " lacks " + missing;
     return l;
@@ -50,9 +54,10 @@ Loaded bind(void* handle, const std::string& where) {
     return l;
   }
   if (major_of(version) != kHeaderMajor) {
-    l.why = where + " is CUPTI API version " + std::to_string(version) + "; fathom was built with CUPTI " +
-            std::to_string(CUPTI_API_VERSION) + " headers and reads only major version " +
-            std::to_string(kHeaderMajor) + " activity records";
+    l.why = where + " is CUPTI API version " + std::to_string(version) +
+            "; fathom was built with CUPTI " + std::to_string(CUPTI_API_VERSION) +
+            " headers and reads only major version " + std::to_string(kHeaderMajor) +
+            " activity records";
     return l;
   }
   a.library = where;
@@ -111,11 +116,12 @@ std::string result_text(const Api& api, CUptiResult r) noexcept {
   }
 }
 
-CUptiResult check(const Api& api, CUptiResult r, std::string_view field, std::string_view args) noexcept {
+CUptiResult check(const Api& api, CUptiResult r, std::string_view field,
+                  std::string_view args) noexcept {
   if (r == CUPTI_SUCCESS) return r;
   try {
-    std::cerr << "fathom: " << cupti_function_name(field) << "(" << args << ") failed: " << result_text(api, r)
-              << "\n";
+    std::cerr << "fathom: " << cupti_function_name(field) << "(" << args
+              << ") failed: " << result_text(api, r) << "\n";
   } catch (...) {
   }
   return r;
@@ -144,7 +150,8 @@ Loaded load_cupti() noexcept {
     // A CUPTI already in the process (torch links one for Kineto) must be the one fathom uses:
     // two copies would each believe they own the activity API.
     for (const char* name : {soname.c_str(), "libcupti.so"}) {
-      if (void* handle = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return bind(handle, path_of(handle, name));
+      if (void* handle = dlopen(name, RTLD_NOW | RTLD_NOLOAD))
+        return bind(handle, path_of(handle, name));
     }
     // A copy that loads but is unusable (wrong version, missing functions) ends the search with
     // its reason: looking further would hide it.

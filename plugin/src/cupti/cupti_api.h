@@ -53,7 +53,8 @@ std::string result_text(const Api& api, CUptiResult r) noexcept;
 // The one checked path every CUPTI call takes: on failure it logs the call (CUPTI's name for
 // the function, then its arguments) and its error string to stderr, and returns the status.
 // Never throws. field: the Api member, "activity_enable" -> cuptiActivityEnable.
-CUptiResult check(const Api& api, CUptiResult r, std::string_view field, std::string_view args) noexcept;
+CUptiResult check(const Api& api, CUptiResult r, std::string_view field,
+                  std::string_view args) noexcept;
 
 // CUPTI's name of an Api member: "activity_flush_all" -> "cuptiActivityFlushAll".
 std::string cupti_function_name(std::string_view field);
@@ -62,6 +63,7 @@ std::string cupti_function_name(std::string_view field);
 
 // FATHOM_CUPTI(api, activity_enable, CUPTI_ACTIVITY_KIND_MEMCPY) calls api.activity_enable(...)
 // through check(). A function the Api lacks answers CUPTI_ERROR_API_NOT_IMPLEMENTED.
-#define FATHOM_CUPTI(api, fn, ...)                                                            \
-  ::fathom::cupti::check((api), (api).fn ? (api).fn(__VA_ARGS__) : CUPTI_ERROR_API_NOT_IMPLEMENTED, \
-                         #fn, #__VA_ARGS__)
+#define FATHOM_CUPTI(api, fn, ...)                                                                \
+  ::fathom::cupti::check((api),                                                                   \
+                         (api).fn ? (api).fn(__VA_ARGS__) : CUPTI_ERROR_API_NOT_IMPLEMENTED, #fn, \
+                         #__VA_ARGS__)

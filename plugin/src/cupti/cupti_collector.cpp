@@ -1,3 +1,4 @@
+#include <fathom/clock.h>
 #include <fathom/cupti_collector.h>
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <iostream>
 #include <list>
 #include <mutex>
-
-#include <fathom/clock.h>
 
 #include "activity_parser.h"
 #include "correlation_table.h"
@@ -50,7 +49,8 @@ CUpti_ExternalCorrelationKind cupti_kind(ExternalIdKind k) {
 
 void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
-void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
+void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                  std::size_t* max_records);
 void CUPTIAPI on_buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
                                   std::size_t size, std::size_t valid_size);
 
@@ -88,15 +88,17 @@ void append(std::vector<T>& to, std::vector<T>& from) {
 }
 
 std::size_t record_count(const GpuActivity& a) {
-  return a.kernels.size() + a.memcpys.size() + a.memsets.size() + a.syncs.size() + a.runtime_calls.size() +
-         a.ops.size();
+  return a.kernels.size() + a.memcpys.size() + a.memsets.size() + a.syncs.size() +
+         a.runtime_calls.size() + a.ops.size();
 }
 
 }  // namespace
 
 struct CuptiCollector::Impl {
-  Impl(const Api& a, Sink s, CuptiConfig c) : api(a), sink(std::move(s)), config(std::move(c)), parser(api) {
-    if (!config.getenv) config.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+  Impl(const Api& a, Sink s, CuptiConfig c)
+      : api(a), sink(std::move(s)), config(std::move(c)), parser(api) {
+    if (!config.getenv)
+      config.getenv = [](const char* name) -> const char* { return std::getenv(name); };
     config.buffer_bytes = (std::max<std::size_t>(config.buffer_bytes, 64 * 1024) + 7) / 8 * 8;
   }
   ~Impl() {
@@ -106,7 +108,8 @@ struct CuptiCollector::Impl {
   bool start();
   void refuse(CuptiState s, std::string why);
   void request(std::uint8_t** buffer, std::size_t* size);
-  void complete(CUcontext context, std::uint32_t stream, std::uint8_t* buffer, std::size_t valid_size);
+  void complete(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
+                std::size_t valid_size);
   void deliver();
   void detach();
   void disable_kinds();
@@ -138,16 +141,18 @@ struct CuptiCollector::Impl {
 
 namespace {
 
-void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                  std::size_t* max_records) {
   *buffer = nullptr;
   *size = 0;
   *max_records = 0;
   std::lock_guard lock(g_callback_mutex);
-  if (CuptiCollector::Impl* c = g_collector.load(std::memory_order_acquire)) c->request(buffer, size);
+  if (CuptiCollector::Impl* c = g_collector.load(std::memory_order_acquire))
+    c->request(buffer, size);
 }
 
-void CUPTIAPI on_buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer, std::size_t,
-                                  std::size_t valid_size) {
+void CUPTIAPI on_buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
+                                  std::size_t, std::size_t valid_size) {
   std::unique_lock lock(g_callback_mutex);
   if (CuptiCollector::Impl* c = g_collector.load(std::memory_order_acquire)) {
     c->complete(context, stream, buffer, valid_size);
@@ -187,20 +192,24 @@ void CuptiCollector::Impl::update_clock_offset() {
 
 bool CuptiCollector::Impl::start() {
   if (const char* tool = config.getenv("CUDA_INJECTION64_PATH"); tool && *tool) {
-    refuse(CuptiState::Busy, std::string("another CUDA tool is attached (CUDA_INJECTION64_PATH=") + tool +
-                                 "; Nsight Systems and Nsight Compute set it): fathom leaves CUPTI to it");
+    refuse(CuptiState::Busy,
+           std::string("another CUDA tool is attached (CUDA_INJECTION64_PATH=") + tool +
+               "; Nsight Systems and Nsight Compute set it): fathom leaves CUPTI to it");
     return false;
   }
-  if (const char* daemon = config.getenv("KINETO_USE_DAEMON"); daemon && *daemon && std::string(daemon) != "0") {
-    refuse(CuptiState::Busy, std::string("Kineto's on-demand profiling is enabled (KINETO_USE_DAEMON=") + daemon +
-                                 "): fathom leaves CUPTI to torch.profiler");
+  if (const char* daemon = config.getenv("KINETO_USE_DAEMON");
+      daemon && *daemon && std::string(daemon) != "0") {
+    refuse(CuptiState::Busy,
+           std::string("Kineto's on-demand profiling is enabled (KINETO_USE_DAEMON=") + daemon +
+               "): fathom leaves CUPTI to torch.profiler");
     return false;
   }
   {
     CuptiCollector::Impl* none = nullptr;
     std::lock_guard lock(g_callback_mutex);
     if (!g_collector.compare_exchange_strong(none, this)) {
-      refuse(CuptiState::Busy, "another fathom session in this process is collecting CUPTI activity");
+      refuse(CuptiState::Busy,
+             "another fathom session in this process is collecting CUPTI activity");
       return false;
     }
   }
@@ -208,19 +217,23 @@ bool CuptiCollector::Impl::start() {
   if (sub != CUPTI_SUCCESS) {
     detach();
     if (held_by_another(sub)) {
-      refuse(CuptiState::Busy, "another CUPTI client holds CUPTI (cuptiSubscribe: " + cupti::result_text(api, sub) +
-                                   "): torch.profiler (Kineto), Nsight Systems or another tool; fathom leaves it alone");
+      refuse(
+          CuptiState::Busy,
+          "another CUPTI client holds CUPTI (cuptiSubscribe: " + cupti::result_text(api, sub) +
+              "): torch.profiler (Kineto), Nsight Systems or another tool; fathom leaves it alone");
     } else {
-      refuse(CuptiState::Unavailable, "CUPTI could not start (cuptiSubscribe: " + cupti::result_text(api, sub) + ")");
+      refuse(CuptiState::Unavailable,
+             "CUPTI could not start (cuptiSubscribe: " + cupti::result_text(api, sub) + ")");
     }
     return false;
   }
   update_clock_offset();
-  const CUptiResult reg = FATHOM_CUPTI(api, activity_register_callbacks, on_buffer_requested, on_buffer_completed);
+  const CUptiResult reg =
+      FATHOM_CUPTI(api, activity_register_callbacks, on_buffer_requested, on_buffer_completed);
   if (reg != CUPTI_SUCCESS) {
     detach();
-    refuse(CuptiState::Unavailable,
-           "CUPTI could not start (cuptiActivityRegisterCallbacks: " + cupti::result_text(api, reg) + ")");
+    refuse(CuptiState::Unavailable, "CUPTI could not start (cuptiActivityRegisterCallbacks: " +
+                                        cupti::result_text(api, reg) + ")");
     return false;
   }
   for (const Kind& k : kKinds) {
@@ -228,13 +241,16 @@ bool CuptiCollector::Impl::start() {
     if (r == CUPTI_SUCCESS) {
       enabled.push_back(k.kind);
     } else if (k.lost) {
-      note(k.lost, std::string("cuptiActivityEnable(") + k.name + "): " + cupti::result_text(api, r));
+      note(k.lost,
+           std::string("cuptiActivityEnable(") + k.name + "): " + cupti::result_text(api, r));
     } else {
       disable_kinds();
       detach();
-      const std::string what = std::string("cuptiActivityEnable(") + k.name + "): " + cupti::result_text(api, r);
+      const std::string what =
+          std::string("cuptiActivityEnable(") + k.name + "): " + cupti::result_text(api, r);
       if (held_by_another(r)) {
-        refuse(CuptiState::Busy, what + ": another CUPTI client holds the activity API; fathom leaves it alone");
+        refuse(CuptiState::Busy,
+               what + ": another CUPTI client holds the activity API; fathom leaves it alone");
       } else {
         refuse(CuptiState::Unavailable, "CUPTI activity collection could not start (" + what + ")");
       }
@@ -247,7 +263,8 @@ bool CuptiCollector::Impl::start() {
 }
 
 void CuptiCollector::Impl::disable_kinds() {
-  for (auto it = enabled.rbegin(); it != enabled.rend(); ++it) FATHOM_CUPTI(api, activity_disable, *it);
+  for (auto it = enabled.rbegin(); it != enabled.rend(); ++it)
+    FATHOM_CUPTI(api, activity_disable, *it);
   enabled.clear();
 }
 
@@ -347,8 +364,9 @@ void CuptiCollector::Impl::fail(std::string why) {
   disable_kinds();
   detach();
   state.store(CuptiState::Failed);
-  note(kCuptiMeasurements, "CUPTI failed during the run (" + why +
-                               "); GPU activity after that point is not measured, phase timing goes on");
+  note(kCuptiMeasurements,
+       "CUPTI failed during the run (" + why +
+           "); GPU activity after that point is not measured, phase timing goes on");
 }
 
 // --- CuptiCollector ---------------------------------------------------------------------------
@@ -363,7 +381,8 @@ std::unique_ptr<CuptiCollector> CuptiCollector::start(Sink sink, CuptiConfig con
   return start(loaded.api, std::move(sink), std::move(config));
 }
 
-std::unique_ptr<CuptiCollector> CuptiCollector::start(const Api& api, Sink sink, CuptiConfig config) {
+std::unique_ptr<CuptiCollector> CuptiCollector::start(const Api& api, Sink sink,
+                                                      CuptiConfig config) {
   auto impl = std::make_unique<Impl>(api, std::move(sink), std::move(config));
   impl->start();
   return std::unique_ptr<CuptiCollector>(new CuptiCollector(std::move(impl)));
@@ -389,7 +408,8 @@ void CuptiCollector::flush(bool force) noexcept {
   Impl& c = *impl_;
   if (c.state.load() != CuptiState::Collecting) return;
   c.update_clock_offset();
-  const CUptiResult r = FATHOM_CUPTI(c.api, activity_flush_all, force ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
+  const CUptiResult r = FATHOM_CUPTI(c.api, activity_flush_all,
+                                     force ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
   c.deliver();
   std::string failure;
   {
@@ -427,7 +447,8 @@ void CuptiCollector::yield(std::string why) noexcept {
   c.detach();
   c.deliver();
   try {
-    c.note(kCuptiMeasurements, std::move(why) + "; fathom stopped its CUPTI collection and left CUPTI to it");
+    c.note(kCuptiMeasurements,
+           std::move(why) + "; fathom stopped its CUPTI collection and left CUPTI to it");
   } catch (...) {
   }
 }
@@ -458,7 +479,9 @@ void push_external_id(ExternalIdKind kind, std::uint64_t id) noexcept {
   const int k = static_cast<int>(kind);
   // Ids pushed to an earlier CUPTI on this thread are popped there first (rare: a restart).
   if (t.api && t.api != api && (t.depth[0] || t.depth[1])) return;
-  if (FATHOM_CUPTI(*api, activity_push_external_correlation_id, cupti_kind(kind), id) != CUPTI_SUCCESS) return;
+  if (FATHOM_CUPTI(*api, activity_push_external_correlation_id, cupti_kind(kind), id) !=
+      CUPTI_SUCCESS)
+    return;
   t.api = api;
   ++t.depth[k];
 }
@@ -474,7 +497,9 @@ void pop_external_id(ExternalIdKind kind) noexcept {
   FATHOM_CUPTI(*t.api, activity_pop_external_correlation_id, cupti_kind(kind), &last);
 }
 
-bool external_ids_enabled() noexcept { return g_external_api.load(std::memory_order_relaxed) != nullptr; }
+bool external_ids_enabled() noexcept {
+  return g_external_api.load(std::memory_order_relaxed) != nullptr;
+}
 
 std::uint64_t phase_external_id(Phase p) noexcept { return cupti::phase_correlation_id(p); }
 

@@ -13,7 +13,8 @@ inline constexpr Return kErrorNotSupported = 3;
 inline constexpr Return kErrorNoPermission = 4;
 inline constexpr Return kErrorInsufficientSize = 7;
 inline constexpr Return kErrorDriverNotLoaded = 9;
-inline constexpr Return kErrorFunctionNotFound = 13;  // also what fathom reports for a missing symbol
+inline constexpr Return kErrorFunctionNotFound =
+    13;  // also what fathom reports for a missing symbol
 
 struct DeviceOpaque;
 using Device = DeviceOpaque*;  // nvmlDevice_t
@@ -28,9 +29,9 @@ struct Memory {  // nvmlMemory_t
   unsigned long long used;
 };
 
-enum ClockType : int { kClockGraphics = 0, kClockSm = 1, kClockMem = 2 };     // nvmlClockType_t
-enum PcieCounter : int { kPcieTxBytes = 0, kPcieRxBytes = 1 };                // nvmlPcieUtilCounter_t
-inline constexpr unsigned int kNvLinkMaxLinks = 18;                            // NVML_NVLINK_MAX_LINKS
+enum ClockType : int { kClockGraphics = 0, kClockSm = 1, kClockMem = 2 };  // nvmlClockType_t
+enum PcieCounter : int { kPcieTxBytes = 0, kPcieRxBytes = 1 };             // nvmlPcieUtilCounter_t
+inline constexpr unsigned int kNvLinkMaxLinks = 18;                        // NVML_NVLINK_MAX_LINKS
 inline constexpr unsigned int kDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 inline constexpr unsigned int kDriverVersionBufferSize = 80;
 
@@ -41,18 +42,18 @@ struct Api {
   const char* (*error_string)(Return) = nullptr;
   Return (*system_driver_version)(char*, unsigned int) = nullptr;
   Return (*system_cuda_driver_version)(int*) = nullptr;
-  Return (*device_count)(unsigned int*) = nullptr;                         // _v2
-  Return (*device_by_index)(unsigned int, Device*) = nullptr;              // _v2
-  Return (*device_by_pci_bus_id)(const char*, Device*) = nullptr;          // _v2
+  Return (*device_count)(unsigned int*) = nullptr;                 // _v2
+  Return (*device_by_index)(unsigned int, Device*) = nullptr;      // _v2
+  Return (*device_by_pci_bus_id)(const char*, Device*) = nullptr;  // _v2
   Return (*device_name)(Device, char*, unsigned int) = nullptr;
   Return (*device_cuda_compute_capability)(Device, int*, int*) = nullptr;
   Return (*device_utilization)(Device, Utilization*) = nullptr;
   Return (*device_memory)(Device, Memory*) = nullptr;
-  Return (*device_power_usage)(Device, unsigned int*) = nullptr;           // mW
-  Return (*device_power_limit)(Device, unsigned int*) = nullptr;           // enforced, mW
-  Return (*device_total_energy)(Device, unsigned long long*) = nullptr;    // mJ
-  Return (*device_clock)(Device, int, unsigned int*) = nullptr;            // MHz
-  Return (*device_max_clock)(Device, int, unsigned int*) = nullptr;        // MHz
+  Return (*device_power_usage)(Device, unsigned int*) = nullptr;         // mW
+  Return (*device_power_limit)(Device, unsigned int*) = nullptr;         // enforced, mW
+  Return (*device_total_energy)(Device, unsigned long long*) = nullptr;  // mJ
+  Return (*device_clock)(Device, int, unsigned int*) = nullptr;          // MHz
+  Return (*device_max_clock)(Device, int, unsigned int*) = nullptr;      // MHz
   Return (*device_clock_event_reasons)(Device, unsigned long long*) = nullptr;
   Return (*device_pcie_gen)(Device, unsigned int*) = nullptr;
   Return (*device_pcie_width)(Device, unsigned int*) = nullptr;

@@ -1,8 +1,8 @@
-#include "nvml_api.h"
-
 #include <dlfcn.h>
 
 #include <string>
+
+#include "nvml_api.h"
 
 namespace fathom::nvml {
 namespace {
@@ -18,7 +18,8 @@ void resolve(void* handle, F& fn, const char* name, const char* fallback = nullp
 
 std::string Api::error(Return r) const {
   if (error_string) {
-    if (const char* s = error_string(r)) return std::string(s) + " (NVML error " + std::to_string(r) + ")";
+    if (const char* s = error_string(r))
+      return std::string(s) + " (NVML error " + std::to_string(r) + ")";
   }
   return "NVML error " + std::to_string(r);
 }
@@ -39,7 +40,8 @@ Library::Library(const std::string& path) {
   resolve(handle_, api_.system_cuda_driver_version, "nvmlSystemGetCudaDriverVersion_v2",
           "nvmlSystemGetCudaDriverVersion");
   resolve(handle_, api_.device_count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-  resolve(handle_, api_.device_by_index, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+  resolve(handle_, api_.device_by_index, "nvmlDeviceGetHandleByIndex_v2",
+          "nvmlDeviceGetHandleByIndex");
   resolve(handle_, api_.device_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2",
           "nvmlDeviceGetHandleByPciBusId");
   resolve(handle_, api_.device_name, "nvmlDeviceGetName");

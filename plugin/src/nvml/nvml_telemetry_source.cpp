@@ -26,13 +26,17 @@ enum Field : std::size_t {
   kPcieRx,
   kFieldCount
 };
-constexpr std::array<const char*, kFieldCount> kFieldNames{
-    "GPU utilization (NVML)",           "device memory used (NVML)",
-    "power draw (NVML)",                "energy (NVML energy counter)",
-    "SM clock (NVML)",                  "memory clock (NVML)",
-    "clock throttle reasons (NVML)",    "PCIe link generation (NVML)",
-    "PCIe link width (NVML)",           "PCIe transmit throughput (NVML)",
-    "PCIe receive throughput (NVML)"};
+constexpr std::array<const char*, kFieldCount> kFieldNames{"GPU utilization (NVML)",
+                                                           "device memory used (NVML)",
+                                                           "power draw (NVML)",
+                                                           "energy (NVML energy counter)",
+                                                           "SM clock (NVML)",
+                                                           "memory clock (NVML)",
+                                                           "clock throttle reasons (NVML)",
+                                                           "PCIe link generation (NVML)",
+                                                           "PCIe link width (NVML)",
+                                                           "PCIe transmit throughput (NVML)",
+                                                           "PCIe receive throughput (NVML)"};
 
 class NvmlTelemetrySource final : public TelemetrySource {
  public:
@@ -51,7 +55,8 @@ class NvmlTelemetrySource final : public TelemetrySource {
     s.time_ns = now_ns;
     try {
       nvml::Utilization u{};
-      if (call(kUtilization, api_.device_utilization, "nvmlDeviceGetUtilizationRates", device_, &u)) {
+      if (call(kUtilization, api_.device_utilization, "nvmlDeviceGetUtilizationRates", device_,
+               &u)) {
         s.gpu_utilization_pct = u.gpu;
         s.memory_utilization_pct = u.memory;
       }
@@ -64,7 +69,8 @@ class NvmlTelemetrySource final : public TelemetrySource {
       if (call(kPower, api_.device_power_usage, "nvmlDeviceGetPowerUsage", device_, &mw))
         s.power_w = mw / 1000.0;
       unsigned long long mj = 0;
-      if (call(kEnergy, api_.device_total_energy, "nvmlDeviceGetTotalEnergyConsumption", device_, &mj))
+      if (call(kEnergy, api_.device_total_energy, "nvmlDeviceGetTotalEnergyConsumption", device_,
+               &mj))
         s.energy_j = mj / 1000.0;
       unsigned int mhz = 0;
       if (call(kSmClock, api_.device_clock, "nvmlDeviceGetClockInfo(SM)", device_,
@@ -111,13 +117,15 @@ class NvmlTelemetrySource final : public TelemetrySource {
   DeviceLimits read_limits() {
     DeviceLimits l;
     char name[nvml::kDeviceNameBufferSize] = {};
-    if (api_.device_name && api_.device_name(device_, name, sizeof name) == nvml::kSuccess) l.name = name;
+    if (api_.device_name && api_.device_name(device_, name, sizeof name) == nvml::kSuccess)
+      l.name = name;
     unsigned int v = 0;
     if (api_.device_pcie_max_gen && api_.device_pcie_max_gen(device_, &v) == nvml::kSuccess)
       l.pcie_max_gen = static_cast<int>(v);
     if (api_.device_pcie_max_width && api_.device_pcie_max_width(device_, &v) == nvml::kSuccess)
       l.pcie_max_width = static_cast<int>(v);
-    if (api_.device_max_clock && api_.device_max_clock(device_, nvml::kClockSm, &v) == nvml::kSuccess)
+    if (api_.device_max_clock &&
+        api_.device_max_clock(device_, nvml::kClockSm, &v) == nvml::kSuccess)
       l.sm_clock_max_mhz = v;
     if (api_.device_power_limit && api_.device_power_limit(device_, &v) == nvml::kSuccess)
       l.power_limit_w = v / 1000.0;
@@ -160,8 +168,8 @@ NvmlOpenResult open_nvml_telemetry(const NvmlDeviceSelector& sel) {
     unsigned int count = 0;
     nvml::Return r = api.device_count(&count);
     if (r != nvml::kSuccess || count == 0) {
-      out.not_measured.push_back(
-          {kWhat, r != nvml::kSuccess ? "nvmlDeviceGetCount: " + api.error(r) : "NVML sees no GPU"});
+      out.not_measured.push_back({kWhat, r != nvml::kSuccess ? "nvmlDeviceGetCount: " + api.error(r)
+                                                             : "NVML sees no GPU"});
       return out;
     }
     nvml::Device device = nullptr;
@@ -176,8 +184,9 @@ NvmlOpenResult open_nvml_telemetry(const NvmlDeviceSelector& sel) {
       r = sel.index >= 0 ? api.device_by_index(static_cast<unsigned int>(sel.index), &device)
                          : nvml::kErrorNotSupported;
       if (r != nvml::kSuccess) {
-        out.not_measured.push_back({kWhat, "no NVML device with index " + std::to_string(sel.index) +
-                                               " (" + std::to_string(count) + " present): " + api.error(r)});
+        out.not_measured.push_back(
+            {kWhat, "no NVML device with index " + std::to_string(sel.index) + " (" +
+                        std::to_string(count) + " present): " + api.error(r)});
         return out;
       }
     }

@@ -1,0 +1,108 @@
+#pragma once
+// Activation checkpointing for LibTorch (which has none: pytorch issue 52744), in the reentrant
+// style of torch.utils.checkpoint: the forward keeps only the inputs and runs without recording a
+// graph; backward runs the function again with grad enabled and backpropagates through it.
+//
+//   auto y = fathom::checkpoint(block, x);                        // a module: Linear, a
+//   Sequential... auto outs = fathom::checkpoint(                               // any function of
+//   tensors
+//       [&](const std::vector<at::Tensor>& in) { return std::vector{f(in[0], in[1], scale)}; },
+//       {a, b}, fathom::CheckpointOptions().module(block));
+//
+// What the recompute replays exactly: the random numbers (the CPU generator and those of the CUDA
+// devices the inputs live on are set to their state at the forward, then restored, so dropout
+// draws the same mask), and the autocast state of the forward (enabled and dtype per device
+// type). Gradients are bit for bit those of the plain run on deterministic kernels.
+//
+// What cannot work, and is refused with a fathom::Error:
+// - torch::autograd::grad(), or backward() with `inputs`, through a checkpoint: the recompute
+//   runs a backward of its own that accumulates into .grad, so the gradients would not reach
+//   your grad() call (the limitation of PyTorch's reentrant checkpoint). Use loss.backward().
+// - BatchNorm (or InstanceNorm with running statistics) in training mode inside a function whose
+//   modules fathom was not told about: the recompute would update the running statistics a second
+//   time. Name the modules (CheckpointOptions::module): fathom then restores their buffers after
+//   the recompute, so the statistics are updated once, as in the plain run.
+// Not supported: functions that modify their inputs in place (the saved input would no longer be
+// the forward's; autograd reports it at backward), and nested backward through the checkpoint
+// (create_graph).
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <concepts>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace fathom {
+
+using TensorsFunction = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
+using TensorFunction = std::function<at::Tensor(const at::Tensor&)>;
+
+class CheckpointOptions {
+ public:
+  // Replay the forward's random numbers in the recompute (default on). Off skips copying the
+  // generator states, but dropout then draws a different mask in the recompute.
+  CheckpointOptions& preserve_rng_state(bool v) {
+    preserve_rng_state_ = v;
+    return *this;
+  }
+  bool preserve_rng_state() const noexcept { return preserve_rng_state_; }
+
+  // A module the function runs. Its parameters become inputs of the checkpoint's autograd node,
+  // so the checkpointed part gets gradients even when no input requires grad (the first block of
+  // a network: its input is data); its buffers are restored after the recompute.
+  CheckpointOptions& module(std::shared_ptr<torch::nn::Module> m) {
+    modules_.push_back(std::move(m));
+    return *this;
+  }
+  template <typename ModuleHolder>
+  requires requires(const ModuleHolder& h) { h.ptr(); }
+  CheckpointOptions& module(const ModuleHolder& m) {
+    return module(std::static_pointer_cast<torch::nn::Module>(m.ptr()));
+  }
+  const std::vector<std::shared_ptr<torch::nn::Module>>& modules() const noexcept {
+    return modules_;
+  }
+
+ private:
+  bool preserve_rng_state_ = true;
+  std::vector<std::shared_ptr<torch::nn::Module>> modules_;
+};
+
+namespace detail {
+template <typename T>
+concept ModuleHolderLike = requires(const T& h) { h.ptr(); };
+std::vector<at::Tensor> checkpoint_tensors(const TensorsFunction& fn,
+                                           const std::vector<at::Tensor>& inputs,
+                                           const CheckpointOptions& options);
+}  // namespace detail
+
+// Runs fn(inputs) without keeping its activations; backward recomputes them. Non-tensor
+// arguments travel in fn's captures. Every input must be defined. (A template only so that a
+// module holder, callable with one tensor, never has to be tried as a function of several.)
+template <typename F>
+  requires(!detail::ModuleHolderLike<std::remove_cvref_t<F>> && std::convertible_to<F, TensorsFunction>)
+std::vector<at::Tensor> checkpoint(F&& fn, const std::vector<at::Tensor>& inputs,
+                                   const CheckpointOptions& options = CheckpointOptions()) {
+  return detail::checkpoint_tensors(TensorsFunction(std::forward<F>(fn)), inputs, options);
+}
+
+at::Tensor checkpoint(const TensorFunction& fn, const at::Tensor& input,
+                      const CheckpointOptions& options = CheckpointOptions());
+
+// A module whose forward takes and returns one tensor: a Sequential (a segment of a network), a
+// ModuleList item cast to its holder, a block of your own (any TORCH_MODULE holder).
+template <typename ModuleHolder>
+requires requires(ModuleHolder& h, const at::Tensor& x) {
+  h.ptr();
+  { h->forward(x) } -> std::convertible_to<at::Tensor>;
+}
+at::Tensor checkpoint(ModuleHolder& module, const at::Tensor& input) {
+  // The holder is copied (it shares the module): backward runs it again after this call returned.
+  return checkpoint(
+      [module](const at::Tensor& x) mutable -> at::Tensor { return module->forward(x); }, input,
+      CheckpointOptions().module(module));
+}
+
+}  // namespace fathom

@@ -1,0 +1,72 @@
+#pragma once
+// The job report: every rank's epoch side by side, merged on rank 0. It names the slowest rank
+// and the skew, shows communication and memory per rank, lists the ranks that never reported,
+// and holds the findings that only show across ranks (a straggler, one rank waiting on data,
+// uneven load). Schema and definitions: docs/distributed.md.
+#include <fathom/rank_summary.h>
+#include <fathom/report.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fathom {
+
+inline constexpr int kJobReportSchemaVersion = 1;
+
+// A rank whose summary arrived but could not be read.
+struct UnreadableRank {
+  int rank = 0;
+  std::string why;
+};
+
+struct JobEpoch {
+  std::int64_t index = 0;
+  int world_size = 1;
+  std::vector<RankSummary> ranks;  // by rank; only the ranks that reported
+  std::vector<int> missing_ranks;  // never reported within the timeout (or unreadable)
+  std::vector<UnreadableRank> unreadable;
+  double waited_ms = 0;  // how long rank 0 waited for the others
+
+  // Over the reporting ranks. "Work" is step time less communication wait (rank_summary.h);
+  // it falls back to step time when no rank measured its communication.
+  bool work_from_comm = false;
+  bool work_is_median = false;  // every timed rank sent its median work per step
+  std::optional<int> slowest_rank;
+  std::optional<int> fastest_rank;
+  double work_ms_slowest = 0;
+  double work_ms_fastest = 0;
+  double work_ms_median = 0;
+  double skew_ms = 0;     // slowest - fastest, per step
+  double skew_share = 0;  // skew_ms / fastest work
+  std::vector<Finding> findings;
+};
+
+struct JobReport {
+  int schema_version = kJobReportSchemaVersion;
+  std::string run_name;
+  int world_size = 1;
+  std::vector<JobEpoch> epochs;
+};
+
+// Merges the summaries rank 0 gathered for one epoch. Summaries for other epochs or outside
+// [0, world_size) are left out (and named unreadable); a rank that sent twice counts once.
+// Linear in the number of ranks, plus a sort: 1,000 ranks take well under a millisecond
+// (bench/merge_bench.cpp).
+JobEpoch merge_rank_summaries(std::int64_t epoch, int world_size,
+                              std::vector<RankSummary> summaries,
+                              std::vector<UnreadableRank> unreadable = {});
+
+// The cross-rank findings of a merged epoch (merge_rank_summaries calls it).
+std::vector<Finding> find_cross_rank_issues(const JobEpoch& e);
+// "median per step of step time less communication wait": what ranks were compared on.
+std::string work_basis(const JobEpoch& e);
+
+std::string format_job_json(const JobReport& report);
+// The terminal view of one epoch (the last when epoch < 0); long tables show the slowest and
+// fastest ranks and say how many were left out.
+std::string format_job_terminal(const JobReport& report, int epoch = -1);
+
+}  // namespace fathom

@@ -1,0 +1,54 @@
+#pragma once
+// Files that may be gzip-compressed: profiler traces (.json.gz) and replay files (.jsonl.gz).
+// Reading sees through gzip whatever the name says; writing compresses when the name ends in
+// .gz. Every failure is a fathom::Error naming the file and what is wrong with it.
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace fathom::detail {
+
+bool has_gz_suffix(std::string_view path) noexcept;
+
+class InputFile {
+ public:
+  explicit InputFile(std::string path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  // The next line without its newline; false at the end of the file.
+  bool read_line(std::string& line);
+  // Everything from here to the end.
+  std::string read_all();
+  // Up to n bytes from here, without consuming them.
+  std::string peek(std::size_t n);
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  bool fill();  // reads more into buffer_; false at the end
+
+  std::string path_;
+  void* handle_ = nullptr;  // gzFile, or FILE* without zlib
+  std::string buffer_;
+  std::size_t pos_ = 0;
+  bool eof_ = false;
+};
+
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path);
+  ~OutputFile();  // closes; never throws (call close() to see errors)
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(std::string_view text);
+  void close();
+
+ private:
+  std::string path_;
+  void* handle_ = nullptr;
+  bool gzip_ = false;
+};
+
+}  // namespace fathom::detail

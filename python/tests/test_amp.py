@@ -1,0 +1,49 @@
+"""Mixed precision from Python: the session's autocast around forward phases, its report section."""
+import pytest
+import torch
+
+import fathom
+
+
+def test_always_runs_forward_phases_under_bf16_autocast_on_cpu(report_dir, tiny_model):
+    with fathom.Session(report_dir=report_dir, print_report=False) as session:
+        session.configure_amp(when="always", dtype="bf16")
+        opt = torch.optim.SGD(tiny_model.parameters(), lr=0.1)
+        with session.epoch() as e:
+            for _ in range(3):
+                with e.step(4) as step:
+                    with step.forward():
+                        assert torch.is_autocast_enabled("cpu")
+                        out = tiny_model(torch.randn(4, 8))
+                        assert out.dtype == torch.bfloat16
+                        loss = out.float().pow(2).mean()
+                    assert not torch.is_autocast_enabled("cpu")  # only inside forward phases
+                    step.loss(loss)
+                    with step.backward():
+                        opt.zero_grad()
+                        loss.backward()
+                    with step.optimizer():
+                        opt.step()
+        mp = session.report["epochs"][0]["mixed_precision"]
+    assert (mp["dtype"], mp["device_type"], mp["grad_scaling"]) == ("bf16", "cpu", False)
+    assert (mp["steps_low_precision"], mp["steps_fp32"]) == (3, 0)
+    assert tiny_model[0].weight.dtype == torch.float32  # the weights stay fp32
+
+
+def test_never_keeps_fp32(report_dir, tiny_model):
+    with fathom.Session(report_dir=report_dir, mode="auto", print_report=False) as session:
+        session.configure_amp(when="never")
+        with session.epoch() as e, e.step(4) as step, step.forward():
+            assert not torch.is_autocast_enabled("cpu")
+            assert tiny_model(torch.randn(4, 8)).dtype == torch.float32
+
+
+def test_amp_options_are_checked(report_dir):
+    with fathom.Session(report_dir=report_dir, print_report=False) as session:
+        with pytest.raises(fathom.Error, match="when='sometimes' is not one of: mode, always, never"):
+            session.configure_amp(when="sometimes")
+        with pytest.raises(fathom.Error, match="dtype='int8'"):
+            session.configure_amp(dtype="int8")
+        with session.epoch():
+            with pytest.raises(fathom.Error, match="before `with session.epoch\\(\\)`"):
+                session.configure_amp(when="always")

@@ -1,0 +1,235 @@
+// GPU activity rules (advisor_gpu_rules.cpp), on GpuSummary results built by hand.
+#include <fathom/advisor.h>
+#include <fathom/gpu_summary.h>
+#include <gtest/gtest.h>
+
+#include "advisor_fixtures.h"
+
+namespace fathom {
+namespace {
+
+using test::epoch_with;
+using test::evidence;
+using test::find;
+
+constexpr std::int64_t ms = 1'000'000;
+
+GpuSummary gpu_base() {
+  GpuSummary g;
+  g.source = "cupti";
+  g.gpu_activity = true;
+  g.devices.push_back({0, "NVIDIA H100", 9, 0, 80LL << 30});
+  g.timeline.window_ns = 1000 * ms;
+  g.timeline.steps = 10;
+  DeviceTimeline d;
+  d.busy_ns = 900 * ms;
+  d.busy_share = 0.9;
+  g.timeline.devices.push_back(d);
+  g.tensor_cores.kernel_ns = 800 * ms;
+  g.tensor_cores.tensor_core_ns = 600 * ms;
+  g.tensor_cores.share = 0.75;
+  return g;
+}
+
+EpochSummary with(const GpuSummary& g) {
+  EpochSummary e = epoch_with(1000, 0);
+  e.gpu = g;
+  return e;
+}
+
+TEST(AdvisorGpu, EligibleFp32WorkOnCudaCoresFiresMixedPrecision) {
+  GpuSummary g = gpu_base();
+  g.tensor_cores.tensor_core_ns = 40 * ms;
+  g.tensor_cores.share = 0.05;
+  g.tensor_cores.ops_recorded = true;
+  g.tensor_cores.eligible_instances = 50;
+  g.tensor_cores.eligible_only_cuda_cores = 40;
+  g.tensor_cores.eligible_cuda_core_ns = 300 * ms;
+  EligibleOp op;
+  op.op = "aten::addmm";
+  op.shapes = "[[256, 1000], [1000, 1000]]";
+  op.dtypes = "float";
+  op.cuda_core_ns = 200 * ms;
+  g.tensor_cores.on_cuda_cores.push_back(op);
+  const auto f = find(advise(with(g), Environment{}), finding_id::kMixedPrecision);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "Tensor Core share of kernel time")->value, "5.0 %");
+  EXPECT_EQ(evidence(*f, "eligible ops only on CUDA cores")->value,
+            "40 of 50 (37.5 % of kernel time)");
+  EXPECT_EQ(evidence(*f, "largest")->value,
+            "aten::addmm [[256, 1000], [1000, 1000]] float (200.00 ms on CUDA cores)");
+  EXPECT_NEAR(*f->gain_fraction, 0.3, 1e-12);  // 300 ms of a 1000 ms window
+  EXPECT_NE(f->fix.find("set_autocast_dtype(at::kCUDA, at::kBFloat16)"), std::string::npos);
+}
+
+TEST(AdvisorGpu, LowShareWithoutOpRecordsFiresMixedPrecision) {
+  GpuSummary g = gpu_base();
+  g.tensor_cores.tensor_core_ns = 0;
+  g.tensor_cores.share = 0.0;
+  ASSERT_TRUE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
+}
+
+TEST(AdvisorGpu, TensorCoreWorkOrNoTensorCoresDoesNotFireMixedPrecision) {
+  EXPECT_FALSE(find(advise(with(gpu_base()), Environment{}), finding_id::kMixedPrecision));
+  GpuSummary g = gpu_base();
+  g.tensor_cores.share = 0.0;
+  g.devices[0].compute_major = 6;  // Pascal: no Tensor Cores to move work to
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
+  g = gpu_base();
+  g.tensor_cores.share = 0.0;
+  g.gpu_activity = false;  // nothing recorded: no claim
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
+}
+
+GpuSummary with_h2d(double gb_per_s, double share_of_peak, std::int64_t bytes, std::int64_t count) {
+  GpuSummary g = gpu_base();
+  TransferDirection d;
+  d.direction = MemcpyKind::HostToDevice;
+  d.count = count;
+  d.bytes = bytes;
+  d.gb_per_s = gb_per_s;
+  d.share_of_peak = share_of_peak;
+  g.transfers.directions.push_back(d);
+  g.transfers.link = {31.5, "PCIe gen4 x16"};
+  return g;
+}
+
+TEST(AdvisorGpu, SlowLargeCopiesFireBelowLinkPeak) {
+  const auto f = find(advise(with(with_h2d(3.15, 0.1, 100LL << 20, 10)), Environment{}),
+                      finding_id::kTransferBelowLinkPeak);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "share of peak")->value, "10.0 %");
+  EXPECT_EQ(evidence(*f, "link")->value, "PCIe gen4 x16");
+  EXPECT_EQ(f->estimated_gain, "copies up to 10.0x faster");
+}
+
+TEST(AdvisorGpu, FastOrSmallCopiesDoNotFireBelowLinkPeak) {
+  EXPECT_FALSE(find(advise(with(with_h2d(25, 0.8, 100LL << 20, 10)), Environment{}),
+                    finding_id::kTransferBelowLinkPeak));
+  // 4 KiB copies are latency-bound: their bandwidth says nothing about the link.
+  EXPECT_FALSE(find(advise(with(with_h2d(0.1, 0.003, 40960, 10)), Environment{}),
+                    finding_id::kTransferBelowLinkPeak));
+}
+
+TEST(AdvisorGpu, PageableAndSyncCopiesFromGpuRecordsJoinTheHostFindings) {
+  GpuSummary g = gpu_base();
+  g.transfers.pageable_async_count = 7;
+  g.transfers.large_sync_h2d_count = 3;
+  EpochSummary e = with(g);
+  auto fs = advise(e, Environment{});
+  auto pageable = find(fs, finding_id::kCopyPageable);
+  ASSERT_TRUE(pageable);
+  EXPECT_EQ(evidence(*pageable, "async copies from pageable memory (GPU records)")->value, "7");
+  ASSERT_TRUE(find(fs, finding_id::kCopySynchronous));
+  // With fathom's copy helper reporting the same: one finding, both views.
+  e.copies.push_back(CopySummary{CopyDirection::HostToDevice, false, true, 5, 5 << 20, 1.0});
+  fs = advise(e, Environment{});
+  int n = 0;
+  for (const Finding& f : fs) n += f.id == finding_id::kCopyPageable;
+  EXPECT_EQ(n, 1);
+  pageable = find(fs, finding_id::kCopyPageable);
+  EXPECT_TRUE(evidence(*pageable, "pageable copies"));
+  EXPECT_TRUE(evidence(*pageable, "async copies from pageable memory (GPU records)"));
+}
+
+TEST(AdvisorGpu, PinnedAsyncCopiesDoNotFire) {
+  const auto fs = advise(with(gpu_base()), Environment{});
+  EXPECT_FALSE(find(fs, finding_id::kCopyPageable));
+  EXPECT_FALSE(find(fs, finding_id::kCopySynchronous));
+}
+
+TEST(AdvisorGpu, ExposedTransfersFireOverlappedDoNot) {
+  GpuSummary g = gpu_base();
+  g.transfers.share_of_window = 0.2;
+  g.transfers.overlap_share = 0.1;
+  const auto f = find(advise(with(g), Environment{}), finding_id::kTransferExposed);
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(*f->gain_fraction, 0.18, 1e-12);
+  EXPECT_NE(f->fix.find("getStreamFromPool"), std::string::npos);
+  g.transfers.overlap_share = 0.9;
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kTransferExposed));
+}
+
+TEST(AdvisorGpu, HostSyncsInsideTheStepFire) {
+  GpuSummary g = gpu_base();
+  g.timeline.sync_calls = 100;
+  g.timeline.sync_call_ns = 100 * ms;
+  g.timeline.devices[0].idle.sync_ns = 60 * ms;
+  const auto f = find(advise(with(g), Environment{}), finding_id::kHostSync);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "synchronizations")->value, "100 (10.0 per step)");
+  EXPECT_NEAR(*f->gain_fraction, 0.1, 1e-12);
+  EXPECT_NE(f->fix.find("loss.detach()"), std::string::npos);
+}
+
+TEST(AdvisorGpu, RareShortSyncsDoNotFire) {
+  GpuSummary g = gpu_base();
+  g.timeline.sync_calls = 1;
+  g.timeline.sync_call_ns = 10 * ms;  // 1 % of the window
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kHostSync));
+}
+
+TEST(AdvisorGpu, ManyTinyKernelsOnAnIdleGpuAreLaunchBound) {
+  GpuSummary g = gpu_base();
+  g.timeline.kernel_count = 20000;
+  g.timeline.tiny_kernel_count = 16000;
+  g.timeline.tiny_count_share = 0.8;
+  g.timeline.devices[0].busy_share = 0.35;
+  g.timeline.devices[0].idle.host_launch_ns = 400 * ms;
+  g.timeline.launches_recorded = true;
+  const auto f = find(advise(with(g), Environment{}), finding_id::kLaunchBound);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "kernels")->value, "20000 (2000 per step)");
+  EXPECT_EQ(evidence(*f, "shorter than 10 us")->value, "80.0 %");
+  EXPECT_NEAR(*f->gain_fraction, 0.4, 1e-12);
+  EXPECT_NE(f->fix.find("CUDAGraph"), std::string::npos);
+}
+
+TEST(AdvisorGpu, TinyKernelsOnABusyGpuAreNotLaunchBound) {
+  GpuSummary g = gpu_base();
+  g.timeline.tiny_count_share = 0.8;  // busy 90 %
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kLaunchBound));
+}
+
+TEST(AdvisorGpu, LargeUnoverlappedCommunicationIsCritical) {
+  GpuSummary g = gpu_base();
+  g.timeline.communication_kernels = 40;
+  g.timeline.communication_ns = 250 * ms;
+  g.timeline.communication_share = 0.25;
+  g.timeline.devices[0].communication_ns = 250 * ms;
+  g.timeline.devices[0].communication_overlap_ns = 25 * ms;
+  const auto f = find(advise(with(g), Environment{}), finding_id::kCommunication);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_EQ(evidence(*f, "overlapped with compute")->value, "10.0 %");
+  EXPECT_NEAR(*f->gain_fraction, 0.225, 1e-12);
+}
+
+TEST(AdvisorGpu, SmallOrHiddenCommunicationDoesNotFire) {
+  GpuSummary g = gpu_base();
+  g.timeline.communication_kernels = 40;
+  g.timeline.communication_share = 0.04;
+  g.timeline.devices[0].communication_ns = 40 * ms;
+  g.timeline.devices[0].communication_overlap_ns = 2 * ms;
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kCommunication));
+  g.timeline.communication_share = 0.3;
+  g.timeline.devices[0].communication_overlap_ns = 0;
+  g.timeline.devices[0].communication_ns = 0;  // overlap unknown, share large: still fires
+  EXPECT_TRUE(find(advise(with(g), Environment{}), finding_id::kCommunication));
+}
+
+TEST(AdvisorGpu, BatchHeadroomUsesTheTimelineBusyShare) {
+  GpuSummary g = gpu_base();
+  g.timeline.devices[0].busy_share = 0.3;
+  EpochSummary e = with(g);
+  e.telemetry = test::busy_telemetry();  // NVML says 90 % busy, 50 % memory
+  e.telemetry->memory_used_bytes_max = 20LL << 30;
+  const auto f = find(advise(e, Environment{}), finding_id::kBatchHeadroom);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "GPU busy")->value, "30.0 %");
+  EXPECT_EQ(evidence(*f, "GPU busy measured as")->value,
+            "GPU records: kernel, copy and memset time over the steps");
+}
+
+}  // namespace
+}  // namespace fathom

@@ -1,0 +1,145 @@
+#include <fathom/advisor.h>
+#include <fathom/report_writers.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "golden_reports.h"
+#include "gpu_summary_fixture.h"
+
+namespace fathom {
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
+  return n;
+}
+
+RunReport synthetic() {
+  RunReport r = test::golden_report("synthetic_h100.report.json");
+  for (EpochSummary& e : r.epochs) e.findings = advise(e, r.environment);
+  return r;
+}
+
+TEST(ReportHtml, IsOneSelfContainedPage) {
+  const std::string h = format_html_report(synthetic());
+  EXPECT_EQ(h.rfind("<!doctype html>", 0), 0u);
+  EXPECT_TRUE(has(h, "</html>"));
+  // Nothing to fetch: no external script, style, image or font, and a policy that forbids it.
+  EXPECT_FALSE(has(h, "src=")) << "no external resource";
+  EXPECT_FALSE(has(h, "<link"));
+  EXPECT_FALSE(has(h, "url("));
+  EXPECT_FALSE(has(h, "@import"));
+  std::regex url(R"(https?://)");
+  for (auto it = std::sregex_iterator(h.begin(), h.end(), url); it != std::sregex_iterator(); ++it)
+    EXPECT_EQ(h.compare(it->position(), 26, "http://www.w3.org/2000/svg"), 0)
+        << h.substr(it->position(), 60);
+  EXPECT_TRUE(has(h, "Content-Security-Policy"));
+  EXPECT_EQ(count(h, "<script>"), 1u);
+  EXPECT_EQ(count(h, "<style>"), 1u);
+}
+
+TEST(ReportHtml, ChartsFromMeasurementsAndNotMeasuredWithTheReason) {
+  const std::string h = format_html_report(synthetic());
+  // Run level: step time by phase and memory per phase. Per epoch (2): transfer bandwidth against
+  // the peak (NVML traffic) and busy over time (NVML utilization). Tensor Cores: not measured.
+  EXPECT_EQ(count(h, "<svg class=\"chart\""), 6u);
+  EXPECT_TRUE(has(h, "<figcaption>Step time by phase</figcaption>"));
+  EXPECT_TRUE(has(h, "<figcaption>Memory per phase across epochs</figcaption>"));
+  EXPECT_TRUE(has(h, "<figcaption>Transfer bandwidth against the link&#39;s peak</figcaption>"));
+  EXPECT_TRUE(has(h, "<figcaption>GPU busy and idle</figcaption>"));
+  EXPECT_EQ(
+      count(h,
+            "class=\"not-measured-text\">not measured: GPU kernels, transfers and Tensor Core use "
+            "(CUPTI): synthetic report: no GPU activity records"),
+      2u);
+  // Bar tooltips carry the numbers: forward 2100 ms over 50 steps.
+  EXPECT_TRUE(has(h, "<title>epoch 0: forward 42.0 ms per step</title>")) << h.substr(0, 0);
+  // The link peak (gen 4 x16: 31.5 GB/s) is drawn as a marker line.
+  EXPECT_TRUE(has(h, "<title>link peak: 31.5 GB/s</title>"));
+}
+
+TEST(ReportHtml, CpuRunSaysWhatWasNotMeasured) {
+  const std::string h = format_html_report(test::golden_report("cpu_cnn_batch16.report.json"));
+  EXPECT_TRUE(
+      has(h, "not measured: GPU kernels, transfers and Tensor Core use (CUPTI): no CUDA device"));
+  EXPECT_TRUE(has(h, "Process resident memory (CPU)"));
+  EXPECT_EQ(count(h, "<svg class=\"chart\""), 2u);         // step time, memory (RSS)
+  EXPECT_EQ(count(h, "class=\"not-measured-text\""), 6u);  // 3 per epoch
+}
+
+TEST(ReportHtml, TopFindingsComeFirstWithEvidenceAndFix) {
+  const std::string h = format_html_report(synthetic());
+  const auto top = h.find("Top findings (epoch 1)");
+  ASSERT_NE(top, std::string::npos);
+  EXPECT_LT(top, h.find("Run overview"));
+  EXPECT_TRUE(has(h, "class=\"finding warning\""));
+  EXPECT_TRUE(has(h, "<span class=\"id\">memory.near_capacity</span>"));
+  EXPECT_TRUE(has(h, "<pre><code>"));
+  EXPECT_TRUE(has(h, "<th>141 GB</th>"));  // hardware fit table
+}
+
+TEST(ReportHtml, EscapesEveryNameFromTheReport) {
+  RunReport r = synthetic();
+  const std::string evil = "<script>alert(\"x\")</script><img src=x onerror=alert(1)>'&";
+  r.run_name = evil;
+  r.environment.device_name = evil;
+  r.environment.hostname = evil;
+  r.environment.not_measured.push_back({evil, evil});
+  EpochSummary& e = r.epochs.back();
+  e.telemetry->device_name = evil;
+  e.telemetry->throttle.push_back({evil, 0.5});
+  e.telemetry->not_measured.push_back({evil, evil});
+  Finding f;
+  f.id = evil;
+  f.title = evil;
+  f.evidence = {{evil, evil}};
+  f.why = evil;
+  f.estimated_gain = evil;
+  f.fix = "</code></pre>" + evil;
+  e.findings.insert(e.findings.begin(), f);
+  const std::string h = format_html_report(r);
+  EXPECT_FALSE(has(h, "<script>alert"));
+  EXPECT_FALSE(has(h, "<img"));
+  EXPECT_EQ(count(h, "<script>"), 1u);
+  EXPECT_TRUE(has(h,
+                  "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x "
+                  "onerror=alert(1)&gt;&#39;&amp;"));
+}
+
+TEST(ReportHtml, GpuSectionCharts) {
+  RunReport r = synthetic();
+  r.epochs.back().gpu = test::gpu_summary_fixture();
+  const std::string h = format_html_report(r);
+  // Epoch 1 now charts Tensor Cores (all kernels + 2 phases) and busy/idle from the timeline.
+  EXPECT_EQ(count(h, "<svg class=\"chart\""), 7u);
+  EXPECT_TRUE(has(h, "<title>all kernels: Tensor Cores 200 ms of kernel time</title>"));
+  EXPECT_TRUE(has(h, "<title>all kernels: CUDA cores 600 ms of kernel time</title>"));
+  EXPECT_TRUE(has(h, "Tensor Core share: 25.0 % of compute-kernel time."));
+  // Copies against the link's peak, from the copy records.
+  EXPECT_TRUE(has(h, "<title>HtoD: achieved (copy records) 4.19 GB/s</title>"));
+  EXPECT_TRUE(has(h, "Link: PCIe gen4 x16."));
+  // Busy 60 %, idle split by cause.
+  EXPECT_TRUE(has(h, "<title>GPU 0: busy 60.0 % of the steps</title>"));
+  EXPECT_TRUE(has(h, "<title>GPU 0: idle: host sync 10.0 % of the steps</title>"));
+  // Kernel and op names are escaped.
+  EXPECT_TRUE(has(h, "sm90_xmma_gemm_f32f32_&lt;float&gt;_&quot;ffma&quot;"));
+  EXPECT_TRUE(has(h, "aten::addmm&lt;script&gt;"));
+  EXPECT_FALSE(has(h, "aten::addmm<script>"));
+}
+
+TEST(ReportHtml, EmptyReport) {
+  RunReport r;
+  r.run_name = "empty";
+  const std::string h = format_html_report(r);
+  EXPECT_TRUE(has(h, "No epoch has ended"));
+  EXPECT_TRUE(has(h, "data-fathom-rendered"));
+}
+
+}  // namespace
+}  // namespace fathom
