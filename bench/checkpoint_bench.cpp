@@ -173,6 +173,12 @@ void bench_model(Model& m, int repeats) {
                 forward_ms > 0 ? 100.0 * cost.recompute_ms / forward_ms : 0.0, got.step_ms,
                 none_ms > 0 ? 100.0 * (got.step_ms / none_ms - 1.0) : 0.0);
   }
+  for (const Row& row : rows) {
+    if (row.segments.empty()) continue;
+    std::printf("  %-16s checkpoints", row.name.c_str());
+    for (const auto& seg : fathom::unfuse_segments(fused, row.segments)) std::printf(" [%d, %d)", seg.begin, seg.end);
+    std::printf(" of the Sequential's items\n");
+  }
   for (double share : infeasible)
     std::printf(
         "  * %.0f%% is below what any single-level plan needs: the row is fathom's least-memory "

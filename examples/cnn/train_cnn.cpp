@@ -1,17 +1,17 @@
 // Vision: a ResNet-style CNN trained on synthetic images under fathom. The loop a LibTorch user
 // already has, plus the handful of lines fathom needs (marked "fathom:").
 //
-//   train_cnn [--epochs N] [--steps N] [--batch N] [--device cpu|cuda] [--large] [--fail-in-forward]
+//   train_cnn [--epochs N] [--steps N] [--batch N] [--device cpu|cuda] [--large]
+//   [--fail-in-forward]
 //
 // Default: a ResNet-8 (16-32-64 channels) on 32x32 images, batch 32 — a minute on a laptop CPU.
 // --large: a ResNet-18 (64-512 channels) on 64x64 images, batch 256 — for a GPU.
+#include <fathom/fathom.h>
 #include <torch/torch.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <fathom/fathom.h>
 
 #include "example_args.h"
 #include "progress.h"
@@ -48,15 +48,18 @@ int main(int argc, char** argv) try {
   torch::manual_seed(0);
   const torch::Device device = args.pick_device();
 
-  auto model = args.large ? examples::make_resnet(64, {2, 2, 2, 2}) : examples::make_resnet(16, {1, 1, 1});
+  auto model =
+      args.large ? examples::make_resnet(64, {2, 2, 2, 2}) : examples::make_resnet(16, {1, 1, 1});
   model->to(device);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   auto loader = torch::data::make_data_loader(
-      SyntheticImages(static_cast<std::int64_t>(args.steps) * batch, side).map(torch::data::transforms::Stack<>()),
+      SyntheticImages(static_cast<std::int64_t>(args.steps) * batch, side)
+          .map(torch::data::transforms::Stack<>()),
       torch::data::DataLoaderOptions().batch_size(batch));
 
-  fathom::Session session(fathom::Options().report_dir("reports").run_name("train_cnn"));  // fathom:
-  session.watch(*model);                                                                     // fathom:
+  fathom::Session session(
+      fathom::Options().report_dir("reports").run_name("train_cnn"));  // fathom:
+  session.watch(*model);                                               // fathom:
 
   for (int epoch = 0; epoch < args.epochs; ++epoch) {
     auto e = session.epoch();  // fathom: the report is written when e ends
@@ -64,7 +67,7 @@ int main(int argc, char** argv) try {
     int step_index = 0;
     for (auto& batch_data : *loader) {
       auto step = e.step(batch_data.data.size(0));       // fathom:
-      auto x = step.to_device(batch_data.data, device);   // fathom: instead of batch.data.to(device)
+      auto x = step.to_device(batch_data.data, device);  // fathom: instead of batch.data.to(device)
       auto y = step.to_device(batch_data.target, device);
       torch::Tensor loss;
       {

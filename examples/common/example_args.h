@@ -28,7 +28,8 @@ struct Args {
   }
 };
 
-inline Args parse_args(int argc, char** argv, Args a, std::initializer_list<const char*> own_switches = {}) {
+inline Args parse_args(int argc, char** argv, Args a,
+                       std::initializer_list<const char*> own_switches = {}) {
   auto usage = [&] {
     std::string u = "--epochs N, --steps N, --batch N, --device cpu|cuda, --large";
     for (const char* s : own_switches) u += std::string(", ") + s;
@@ -46,15 +47,21 @@ inline Args parse_args(int argc, char** argv, Args a, std::initializer_list<cons
       if (n <= 0) throw std::invalid_argument(k + " " + v + ": give a number above 0");
       return n;
     };
-    if (k == "--epochs") a.epochs = positive();
-    else if (k == "--steps") a.steps = positive();
-    else if (k == "--batch") a.batch = positive();
-    else if (k == "--device") a.device = value();
-    else if (k == "--large") a.large = true;
-    else if (std::find_if(own_switches.begin(), own_switches.end(), [&](const char* s) { return k == s; }) !=
-             own_switches.end())
+    if (k == "--epochs")
+      a.epochs = positive();
+    else if (k == "--steps")
+      a.steps = positive();
+    else if (k == "--batch")
+      a.batch = positive();
+    else if (k == "--device")
+      a.device = value();
+    else if (k == "--large")
+      a.large = true;
+    else if (std::find_if(own_switches.begin(), own_switches.end(),
+                          [&](const char* s) { return k == s; }) != own_switches.end())
       a.switches.insert(k);
-    else throw std::invalid_argument("unknown argument " + k + " (try " + usage() + ")");
+    else
+      throw std::invalid_argument("unknown argument " + k + " (try " + usage() + ")");
   }
   return a;
 }

@@ -7,7 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Device.h>
-
+#include <fathom/process_memory.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,15 +16,17 @@
 #include <deque>
 #include <string>
 
-#include <fathom/process_memory.h>
-
 namespace examples {
 
 class Progress {
  public:
   // unit: what throughput counts ("img", "tok", "samples").
   Progress(std::string unit, c10::Device device, int epoch, int steps)
-      : unit_(std::move(unit)), device_(device), epoch_(epoch), steps_(steps), tty_(::isatty(1) == 1) {}
+      : unit_(std::move(unit)),
+        device_(device),
+        epoch_(epoch),
+        steps_(steps),
+        tty_(::isatty(1) == 1) {}
 
   // After each step: items processed by it, and its loss (not read unless printed).
   void update(int step, std::int64_t items, const at::Tensor& loss) {
@@ -64,9 +66,9 @@ class Progress {
       const double s = std::chrono::duration<double>(now - window_.front().at).count();
       rate_ = s > 0 ? static_cast<double>(items) / s : 0;
     }
-    std::printf("%sepoch %d  step %*d/%d  %9.0f %s/s  loss %.4f  %s%s", tty_ ? "\r\033[K" : "", epoch_,
-                static_cast<int>(std::to_string(steps_).size()), done, steps_, rate_, unit_.c_str(), last_loss_,
-                memory().c_str(), tty_ ? "" : "\n");
+    std::printf("%sepoch %d  step %*d/%d  %9.0f %s/s  loss %.4f  %s%s", tty_ ? "\r\033[K" : "",
+                epoch_, static_cast<int>(std::to_string(steps_).size()), done, steps_, rate_,
+                unit_.c_str(), last_loss_, memory().c_str(), tty_ ? "" : "\n");
     std::fflush(stdout);
   }
 

@@ -5,12 +5,11 @@
 //
 // Default: 2 layers, 128 wide, 64-token context, vocabulary 512 — seconds on a CPU.
 // --large: GPT-2 small (12 layers, 768 wide, 1024-token context, vocabulary 50304) — for a GPU.
+#include <fathom/fathom.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <iostream>
-
-#include <fathom/fathom.h>
 
 #include "example_args.h"
 #include "progress.h"
@@ -32,8 +31,11 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
     fathom::ModuleScope range(*this);  // fathom:
     const auto b = x.size(0), t = x.size(1), c = x.size(2);
     auto parts = qkv(x).split(c, /*dim=*/2);
-    auto heads_of = [&](const torch::Tensor& m) { return m.view({b, t, heads, c / heads}).transpose(1, 2); };
-    auto y = at::scaled_dot_product_attention(heads_of(parts[0]), heads_of(parts[1]), heads_of(parts[2]), {},
+    auto heads_of = [&](const torch::Tensor& m) {
+      return m.view({b, t, heads, c / heads}).transpose(1, 2);
+    };
+    auto y = at::scaled_dot_product_attention(heads_of(parts[0]), heads_of(parts[1]),
+                                              heads_of(parts[2]), {},
                                               /*dropout_p=*/0.0, /*is_causal=*/true);
     return proj(y.transpose(1, 2).contiguous().view({b, t, c}));
   }
@@ -48,7 +50,8 @@ struct BlockImpl : torch::nn::Module {
     ln1 = register_module("ln1", LayerNorm(LayerNormOptions({c.width})));
     attention = register_module("attention", CausalSelfAttention(c));
     ln2 = register_module("ln2", LayerNorm(LayerNormOptions({c.width})));
-    mlp = register_module("mlp", Sequential(Linear(c.width, 4 * c.width), GELU(), Linear(4 * c.width, c.width)));
+    mlp = register_module(
+        "mlp", Sequential(Linear(c.width, 4 * c.width), GELU(), Linear(4 * c.width, c.width)));
   }
   torch::Tensor forward(torch::Tensor x) {
     fathom::ModuleScope range(*this);  // fathom:
@@ -126,21 +129,26 @@ int main(int argc, char** argv) try {
 
   Gpt model(config);
   model->to(device);
-  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(args.large ? 6e-4 : 3e-3));
+  torch::optim::AdamW optimizer(model->parameters(),
+                                torch::optim::AdamWOptions(args.large ? 6e-4 : 3e-3));
   SyntheticText text(config.vocab);
-  std::cout << "gpt: " << config.layers << " layers, width " << config.width << ", context " << config.context
-            << ", vocabulary " << config.vocab << ", batch " << batch << " on " << device
-            << " (loss starts near log(vocab) = " << std::log(static_cast<double>(config.vocab)) << ")\n";
+  std::cout << "gpt: " << config.layers << " layers, width " << config.width << ", context "
+            << config.context << ", vocabulary " << config.vocab << ", batch " << batch << " on "
+            << device
+            << " (loss starts near log(vocab) = " << std::log(static_cast<double>(config.vocab))
+            << ")\n";
 
-  fathom::Session session(fathom::Options().report_dir("reports").run_name("train_gpt"));  // fathom:
-  session.watch(*model);                                                                     // fathom:
+  fathom::Session session(
+      fathom::Options().report_dir("reports").run_name("train_gpt"));  // fathom:
+  session.watch(*model);                                               // fathom:
 
   for (int epoch = 0; epoch < args.epochs; ++epoch) {
     auto e = session.epoch();  // fathom:
     examples::Progress progress("tok", device, epoch, args.steps);
     for (int i = 0; i < args.steps; ++i) {
       auto tokens = text.batch(batch, config.context);
-      auto step = e.step(batch * config.context);  // fathom: samples = tokens, so throughput is tokens/s
+      auto step =
+          e.step(batch * config.context);  // fathom: samples = tokens, so throughput is tokens/s
       auto on_device = step.to_device(tokens, device);
       auto input = on_device.narrow(1, 0, config.context);
       auto target = on_device.narrow(1, 1, config.context);
@@ -148,7 +156,8 @@ int main(int argc, char** argv) try {
       {
         auto f = step.forward();  // fathom:
         auto logits = model->forward(input);
-        loss = torch::nn::functional::cross_entropy(logits.view({-1, config.vocab}), target.reshape({-1}));
+        loss = torch::nn::functional::cross_entropy(logits.view({-1, config.vocab}),
+                                                    target.reshape({-1}));
       }
       {
         auto b = step.backward();  // fathom:

@@ -9,12 +9,11 @@
 // --large: 26 tables of 1M rows, 128 wide, 20 lookups each, batch 16384 (~70 MB copied a step).
 // --pinned: page-locked batches copied with non_blocking=true (fathom's suggested fix for the
 // pageable copies it reports by default).
+#include <fathom/fathom.h>
 #include <torch/torch.h>
 
 #include <iostream>
 #include <vector>
-
-#include <fathom/fathom.h>
 
 #include "example_args.h"
 #include "progress.h"
@@ -53,9 +52,10 @@ struct DlrmImpl : torch::nn::Module {
       for (std::int64_t t = 0; t < config.tables; ++t)
         features.push_back(tables[t]->as<torch::nn::EmbeddingBag>()->forward(indices[t]));
     }
-    auto f = torch::stack(features, 1);                    // (batch, features, width)
-    auto dots = torch::bmm(f, f.transpose(1, 2));          // pairwise interactions
-    auto iu = torch::triu_indices(f.size(1), f.size(1), 1, torch::TensorOptions().device(f.device()));
+    auto f = torch::stack(features, 1);            // (batch, features, width)
+    auto dots = torch::bmm(f, f.transpose(1, 2));  // pairwise interactions
+    auto iu =
+        torch::triu_indices(f.size(1), f.size(1), 1, torch::TensorOptions().device(f.device()));
     auto pairs = dots.index({torch::indexing::Slice(), iu[0], iu[1]});
     return fathom::forward(top, torch::cat({x, pairs}, 1)).squeeze(1);
   }
@@ -102,13 +102,15 @@ int main(int argc, char** argv) try {
   model->to(device);
   torch::optim::Adagrad optimizer(model->parameters(), torch::optim::AdagradOptions(0.05));
   const double mb_per_step =
-      static_cast<double>(batch * (config.dense * 4 + config.tables * config.lookups * 8 + 4)) / 1e6;
-  std::cout << "recsys: " << config.tables << " tables x " << config.rows << " rows x " << config.width
-            << ", batch " << batch << " (" << mb_per_step << " MB to copy a step, "
+      static_cast<double>(batch * (config.dense * 4 + config.tables * config.lookups * 8 + 4)) /
+      1e6;
+  std::cout << "recsys: " << config.tables << " tables x " << config.rows << " rows x "
+            << config.width << ", batch " << batch << " (" << mb_per_step << " MB to copy a step, "
             << (pinned ? "pinned" : "pageable") << ") on " << device << "\n";
 
-  fathom::Session session(fathom::Options().report_dir("reports").run_name("train_recsys"));  // fathom:
-  session.watch(*model);                                                                        // fathom:
+  fathom::Session session(
+      fathom::Options().report_dir("reports").run_name("train_recsys"));  // fathom:
+  session.watch(*model);                                                  // fathom:
 
   for (int epoch = 0; epoch < args.epochs; ++epoch) {
     auto e = session.epoch();  // fathom:

@@ -258,6 +258,7 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
     o.nonfinite_gradients = nonfinite_this_step_;
     o.grad_scaling = scaled_this_step_;
     o.step_ms = step_ms;
+    o.low_precision = amp_this_step_;
     // Reading the loss waits for it; only the windows that compare losses pay for it.
     const AmpStage stage = policy_.stage();
     if (loss_.defined() && (stage == AmpStage::WarmingUp || stage == AmpStage::Watching)) {

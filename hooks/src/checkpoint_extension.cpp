@@ -38,6 +38,14 @@ std::string bytes_text(std::int64_t b) {
   return o.str();
 }
 
+std::string ms_text(double ms) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(ms < 10 ? 3 : 1);
+  o << ms << " ms";
+  return o.str();
+}
+
 constexpr auto kAggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
 
 std::string first_line(const std::exception& e) {
@@ -513,7 +521,7 @@ void CheckpointExtension::on_epoch_end(EpochSummary& epoch, Environment& environ
             {"activation peak without checkpointing", bytes_text(p.unconstrained_peak_bytes)},
             {"activation budget", bytes_text(p.budget_bytes) + " (" + p.budget + ")"},
             {"predicted activation peak", bytes_text(p.predicted_peak_bytes)},
-            {"recompute per step", std::to_string(p.recompute_ms) + " ms"}};
+            {"recompute per step", ms_text(p.recompute_ms)}};
         f.why = p.message;
         f.estimated_gain = bytes_text(std::max<std::int64_t>(
                                0, p.unconstrained_peak_bytes - p.predicted_peak_bytes)) +

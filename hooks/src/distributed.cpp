@@ -33,9 +33,11 @@ class DistributedExtension final : public SessionExtension {
   void connect(c10::intrusive_ptr<c10d::Store> store, RankInfo rank, DistributedOptions options,
                bool host_comm_timing) {
     if (!(rank == rank_)) {
-      if (epoch_begun_)
+      // The report file is first written at the first epoch's end; renaming it after that
+      // would leave half the run under the old name.
+      if (!state_.report().epochs.empty())
         throw Error(
-            "use_process_group / use_store after the first epoch began would rename the "
+            "use_process_group / use_store after the first epoch ended would rename the "
             "report files mid-run; hand fathom the process group before the first epoch");
       rank_ = rank;
       state_.set_rank(rank);
@@ -56,10 +58,7 @@ class DistributedExtension final : public SessionExtension {
   bool host_comm_timing() const noexcept { return host_comm_timing_; }
   const RankInfo& rank() const noexcept { return rank_; }
 
-  void on_epoch_begin(std::int64_t) noexcept override {
-    epoch_begun_ = true;
-    work_.clear();
-  }
+  void on_epoch_begin(std::int64_t) noexcept override { work_.clear(); }
 
   // Each step's work (its time less its communication wait) for the median the ranks are
   // compared on: robust to a warm-up step or one hiccup.
@@ -161,7 +160,6 @@ class DistributedExtension final : public SessionExtension {
   std::optional<SummaryExchange> exchange_;
   std::shared_ptr<CommLedger> ledger_ = std::make_shared<CommLedger>();
   bool host_comm_timing_ = true;
-  bool epoch_begun_ = false;
   bool post_failed_ = false;
   StepSamples work_;
   std::int64_t step_begin_ns_ = 0;

@@ -49,6 +49,19 @@ AmpEvent AutoAmpPolicy::refuse(std::int64_t step, std::string reason) {
   return AmpEvent{step, "not_enabled", std::move(reason)};
 }
 
+std::string AutoAmpPolicy::timing_note() const {
+  if (probe_ms_.size() >= 3)
+    return fmt::format("; fp32 from {} steps interleaved with the watch", probe_ms_.size());
+  return "; fp32 from the warm-up";
+}
+
+bool AutoAmpPolicy::amp_on() const noexcept {
+  if (stage_ == AmpStage::Enabled) return true;
+  if (stage_ != AmpStage::Watching) return false;
+  const int every = options_.fp32_probe_every;
+  return every <= 0 || watched_ % every != every - 1;
+}
+
 std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
   const bool bad_loss = s.loss && !std::isfinite(*s.loss);
   // With a GradScaler, inf gradients are how the scale finds its level; without one they are a
@@ -88,8 +101,9 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
         return roll_back(s.step, fmt::format("the loss became {} under mixed precision", *s.loss));
       if (bad_gradients)
         return roll_back(s.step, "the gradients held inf or NaN under mixed precision");
-      amp_ms_.push_back(s.step_ms);
-      if (s.loss) {
+      if (!s.low_precision) {
+        probe_ms_.push_back(s.step_ms);
+      } else if (amp_ms_.push_back(s.step_ms); s.loss) {
         amp_losses_.push_back(*s.loss);
         const std::size_t k = std::min<std::size_t>(
             amp_losses_.size(), static_cast<std::size_t>(options_.smooth_steps));
@@ -109,15 +123,14 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
       if (options_.rollback_if_slower && fp32 > 0 && amp > fp32 * (1 + options_.slower_margin)) {
         return roll_back(
             s.step, fmt::format("mixed-precision steps were slower: {:.2f} ms against {:.2f} ms "
-                                "in fp32 (median host step time)",
-                                amp, fp32));
+                                "in fp32 (median host step time{})",
+                                amp, fp32, timing_note()));
       }
       stage_ = AmpStage::Enabled;
-      return AmpEvent{
-          s.step, "accepted",
-          fmt::format("loss within {:.0f} % of the fp32 trend over {} steps; step {:.2f} ms "
-                      "against {:.2f} ms in fp32 (median host step time)",
-                      100 * options_.tolerance, watched_, amp, fp32)};
+      return AmpEvent{s.step, "accepted",
+                      fmt::format("loss within {:.0f} % of the fp32 trend over {} steps; step "
+                                  "{:.2f} ms against {:.2f} ms in fp32 (median host step time{})",
+                                  100 * options_.tolerance, watched_, amp, fp32, timing_note())};
     }
     case AmpStage::Enabled:
       if (bad_loss)
@@ -132,7 +145,11 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
   return std::nullopt;
 }
 
-std::optional<double> AutoAmpPolicy::fp32_step_ms() const { return steady_median(fp32_ms_); }
+std::optional<double> AutoAmpPolicy::fp32_step_ms() const {
+  // Probes run between mixed-precision steps, with the same caches warm: no step to leave out.
+  if (probe_ms_.size() >= 3) return median(probe_ms_);
+  return steady_median(fp32_ms_);
+}
 std::optional<double> AutoAmpPolicy::amp_step_ms() const { return steady_median(amp_ms_); }
 
 std::optional<double> AutoAmpPolicy::fp32_loss_reference() const {

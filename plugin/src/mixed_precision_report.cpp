@@ -96,6 +96,10 @@ void mixed_precision_section(std::string& out, const EpochSummary& e) {
   if (!e.mixed_precision) return;
   const MixedPrecisionSummary& m = *e.mixed_precision;
   auto line = std::back_inserter(out);
+  if (m.steps_low_precision == 0 && m.events.empty() && !m.scale) {
+    fmt::format_to(line, "\nmixed precision: fp32 throughout ({})\n", m.policy);
+    return;
+  }
   std::string head = fmt::format("\nmixed precision ({}: {}", m.policy, m.state);
   if (!m.dtype.empty()) head += fmt::format(", {} autocast on {}", m.dtype, m.device_type);
   if (m.grad_scaling) head += ", GradScaler";

@@ -5,8 +5,6 @@
 // classes drive the session state exactly as PhaseScope, StepScope and EpochScope do
 // (hooks/src/session.cpp), passing Python's exception as the aborted/failed flag: the same
 // records, the same NVTX ranges, the same JSON report.
-#include <torch/csrc/utils/pybind.h>
-
 #include <fathom/amp.h>
 #include <fathom/clock.h>
 #include <fathom/error.h>
@@ -15,6 +13,7 @@
 #include <fathom/report_writers.h>
 #include <fathom/session.h>
 #include <fathom/version.h>
+#include <torch/csrc/utils/pybind.h>
 #include <torch/version.h>
 
 #include <memory>
@@ -51,10 +50,12 @@ Options make_options(std::optional<std::string> report_dir, std::optional<std::s
   if (report_dir) o.report_dir(*report_dir);
   if (run_name) o.run_name(*run_name);
   if (mode)
-    o.mode(parse_name<Mode>(*mode, "mode", &mode_name, {Mode::Off, Mode::Observe, Mode::Suggest, Mode::Auto}));
+    o.mode(parse_name<Mode>(*mode, "mode", &mode_name,
+                            {Mode::Off, Mode::Observe, Mode::Suggest, Mode::Auto}));
   if (nvtx)
-    o.nvtx(parse_name<NvtxLevel>(*nvtx, "nvtx", &nvtx_level_name,
-                                 {NvtxLevel::Off, NvtxLevel::Phases, NvtxLevel::Modules, NvtxLevel::Ops}));
+    o.nvtx(parse_name<NvtxLevel>(
+        *nvtx, "nvtx", &nvtx_level_name,
+        {NvtxLevel::Off, NvtxLevel::Phases, NvtxLevel::Modules, NvtxLevel::Ops}));
   if (record_shapes) o.record_shapes(*record_shapes);
   if (cupti) o.cupti(*cupti);
   if (print_report) o.print_report(*print_report);
@@ -73,7 +74,9 @@ class PySession {
   Session* session() const noexcept { return session_.get(); }
   bool active() const noexcept { return state() != nullptr; }
   const Options& options() const { return session_ ? session_->options() : closed_options_; }
-  std::string report_path() const { return session_ ? session_->report_path() : closed_report_path_; }
+  std::string report_path() const {
+    return session_ ? session_->report_path() : closed_report_path_;
+  }
   std::string report_json() const {
     return format_json_report(session_ ? session_->report() : closed_report_);
   }
@@ -106,7 +109,8 @@ class PySession {
 
 void enter_once(ScopeState& s, const char* what) {
   if (s != ScopeState::Fresh)
-    throw Error(std::string(what) + " scope entered twice: each scope is entered once; ask for a new one");
+    throw Error(std::string(what) +
+                " scope entered twice: each scope is entered once; ask for a new one");
   s = ScopeState::Open;
 }
 
@@ -120,7 +124,8 @@ class PyStep;
 
 class PyPhase {
  public:
-  PyPhase(PySession* owner, PyStep* step, Phase phase) : owner_(owner), step_(step), phase_(phase) {}
+  PyPhase(PySession* owner, PyStep* step, Phase phase)
+      : owner_(owner), step_(step), phase_(phase) {}
   PyPhase* enter();
   bool exit(const py::object& exc_type, const py::object&, const py::object&) {
     if (!leave(state_)) return false;
@@ -145,8 +150,11 @@ class PyStep {
 
   PyStep* enter() {
     if (!owner_->open_epoch)
-      throw Error("a step outside an epoch: write `with session.epoch() as e:` then `with e.step(n) as step:`");
-    if (owner_->open_step) throw Error("a step inside a step: leave the previous `with e.step()` block first");
+      throw Error(
+          "a step outside an epoch: write `with session.epoch() as e:` then `with e.step(n) as "
+          "step:`");
+    if (owner_->open_step)
+      throw Error("a step inside a step: leave the previous `with e.step()` block first");
     enter_once(state_, "step");
     owner_->open_step = true;
     if (SessionState* s = owner_->state()) {
@@ -158,7 +166,8 @@ class PyStep {
   bool exit(const py::object& exc_type, const py::object&, const py::object&) {
     if (!leave(state_)) return false;
     owner_->open_step = false;
-    if (SessionState* s = owner_->state()) s->end_step(begin_ns_, samples_, /*failed=*/!exc_type.is_none());
+    if (SessionState* s = owner_->state())
+      s->end_step(begin_ns_, samples_, /*failed=*/!exc_type.is_none());
     return false;
   }
   bool is_open() const noexcept { return state_ == ScopeState::Open; }
@@ -167,14 +176,16 @@ class PyStep {
 
   // As StepScope::loss: Auto mode's mixed-precision policy watches the loss it is given.
   void loss(const at::Tensor& loss) {
-    if (!is_open()) throw Error("step.loss() outside its step: call it inside `with e.step(n) as step:`");
+    if (!is_open())
+      throw Error("step.loss() outside its step: call it inside `with e.step(n) as step:`");
     if (SessionState* s = owner_->state())
       if (auto* amp = s->extension<detail::AmpExtension>()) amp->loss(loss);
   }
 
   // As StepScope::to_device: t.to(device, non_blocking) inside a copy phase, with its record.
   at::Tensor to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
-    if (!is_open()) throw Error("step.to_device() outside its step: call it inside `with e.step(n) as step:`");
+    if (!is_open())
+      throw Error("step.to_device() outside its step: call it inside `with e.step(n) as step:`");
     SessionState* s = owner_->state();
     if (!s) return t.to(device, non_blocking);
     PyPhase copy(owner_, this, Phase::Copy);
@@ -192,10 +203,14 @@ class PyStep {
     }
     copy.exit(py::none(), py::none(), py::none());
     const c10::Device from = t.device();
-    if (from == device) return out;  // .to() returned t itself: nothing was copied
+    // .to() returned t itself: nothing was copied ("cuda" vs "cuda:0" compare unequal, so ask
+    // the tensor rather than the devices).
+    if (out.is_same(t)) return out;
     CopyRecord r;
-    r.direction = from.is_cpu() ? (device.is_cpu() ? CopyDirection::HostToHost : CopyDirection::HostToDevice)
-                                : (device.is_cpu() ? CopyDirection::DeviceToHost : CopyDirection::DeviceToDevice);
+    r.direction =
+        from.is_cpu()
+            ? (device.is_cpu() ? CopyDirection::HostToHost : CopyDirection::HostToDevice)
+            : (device.is_cpu() ? CopyDirection::DeviceToHost : CopyDirection::DeviceToDevice);
     r.bytes = static_cast<std::int64_t>(t.nbytes());
     const at::Tensor& host = from.is_cpu() ? t : out;
     r.pinned = host.device().is_cpu() && host.is_pinned();
@@ -216,7 +231,8 @@ class PyStep {
 
 PyPhase* PyPhase::enter() {
   if (!step_->is_open())
-    throw Error(std::string(phase_name(phase_)) + "() phase outside its step: enter it inside `with e.step(n) as step:`");
+    throw Error(std::string(phase_name(phase_)) +
+                "() phase outside its step: enter it inside `with e.step(n) as step:`");
   enter_once(state_, "phase");
   if (SessionState* s = owner_->state()) {
     device_slot_ = s->begin_phase(phase_);
@@ -229,7 +245,9 @@ class PyEpoch {
  public:
   explicit PyEpoch(PySession* owner) : owner_(owner) {}
   PyEpoch* enter() {
-    if (owner_->open_epoch) throw Error("an epoch inside an epoch: leave the previous `with session.epoch()` block first");
+    if (owner_->open_epoch)
+      throw Error(
+          "an epoch inside an epoch: leave the previous `with session.epoch()` block first");
     enter_once(state_, "epoch");
     owner_->open_epoch = true;
     if (SessionState* s = owner_->state()) s->begin_epoch();
@@ -257,7 +275,8 @@ class PyEpoch {
 // whether each enter pushed, so a session that ends between the two hooks cannot unbalance it.
 class ModuleRange {
  public:
-  explicit ModuleRange(const std::string& label) : label_(label), name_(nvtx::register_name(label)) {}
+  explicit ModuleRange(const std::string& label)
+      : label_(label), name_(nvtx::register_name(label)) {}
   void enter() noexcept {
     SessionState* s = SessionState::active.load(std::memory_order_relaxed);
     const bool push = s && s->module_ranges();
@@ -287,22 +306,32 @@ class ModuleRange {
 // fp16 loop brings torch.amp.GradScaler.
 void configure_session_amp(PySession& s, const std::string& when, std::optional<std::string> dtype,
                            std::optional<int> warmup_steps, std::optional<int> watch_steps,
-                           std::optional<double> tolerance, std::optional<bool> rollback_if_slower) {
+                           std::optional<double> tolerance,
+                           std::optional<bool> rollback_if_slower) {
   AmpOptions o;
-  if (when == "mode") o.when(AmpOptions::When::Mode);
-  else if (when == "always") o.when(AmpOptions::When::Always);
-  else if (when == "never") o.when(AmpOptions::When::Never);
-  else throw Error("when='" + when + "' is not one of: mode, always, never");
+  if (when == "mode")
+    o.when(AmpOptions::When::Mode);
+  else if (when == "always")
+    o.when(AmpOptions::When::Always);
+  else if (when == "never")
+    o.when(AmpOptions::When::Never);
+  else
+    throw Error("when='" + when + "' is not one of: mode, always, never");
   if (dtype) {
-    if (*dtype == "bf16" || *dtype == "bfloat16") o.dtype(c10::ScalarType::BFloat16);
-    else if (*dtype == "fp16" || *dtype == "float16") o.dtype(c10::ScalarType::Half);
-    else throw Error("dtype='" + *dtype + "' is not one of: bf16, fp16 (None: bf16 where the device has it)");
+    if (*dtype == "bf16" || *dtype == "bfloat16")
+      o.dtype(c10::ScalarType::BFloat16);
+    else if (*dtype == "fp16" || *dtype == "float16")
+      o.dtype(c10::ScalarType::Half);
+    else
+      throw Error("dtype='" + *dtype +
+                  "' is not one of: bf16, fp16 (None: bf16 where the device has it)");
   }
   if (warmup_steps) o.warmup_steps(*warmup_steps);
   if (watch_steps) o.watch_steps(*watch_steps);
   if (tolerance) o.tolerance(*tolerance);
   if (rollback_if_slower) o.rollback_if_slower(*rollback_if_slower);
-  if (s.open_epoch) throw Error("configure_amp() inside an epoch: call it before `with session.epoch()`");
+  if (s.open_epoch)
+    throw Error("configure_amp() inside an epoch: call it before `with session.epoch()`");
   if (Session* session = s.session()) configure_amp(*session, o);
 }
 
@@ -330,16 +359,23 @@ PYBIND11_MODULE(_C, m) {
   py::class_<PyStep>(m, "Step")
       .def("__enter__", &PyStep::enter, py::return_value_policy::reference)
       .def("__exit__", &PyStep::exit)
-      .def("data", [](PyStep& s) { return s.phase(Phase::Data); }, py::keep_alive<0, 1>())
-      .def("copy", [](PyStep& s) { return s.phase(Phase::Copy); }, py::keep_alive<0, 1>())
-      .def("forward", [](PyStep& s) { return s.phase(Phase::Forward); }, py::keep_alive<0, 1>())
-      .def("backward", [](PyStep& s) { return s.phase(Phase::Backward); }, py::keep_alive<0, 1>())
-      .def("optimizer", [](PyStep& s) { return s.phase(Phase::Optimizer); }, py::keep_alive<0, 1>())
+      .def(
+          "data", [](PyStep& s) { return s.phase(Phase::Data); }, py::keep_alive<0, 1>())
+      .def(
+          "copy", [](PyStep& s) { return s.phase(Phase::Copy); }, py::keep_alive<0, 1>())
+      .def(
+          "forward", [](PyStep& s) { return s.phase(Phase::Forward); }, py::keep_alive<0, 1>())
+      .def(
+          "backward", [](PyStep& s) { return s.phase(Phase::Backward); }, py::keep_alive<0, 1>())
+      .def(
+          "optimizer", [](PyStep& s) { return s.phase(Phase::Optimizer); }, py::keep_alive<0, 1>())
       .def(
           "phase",
           [](PyStep& s, const std::string& name) {
             auto p = phase_from_name(name);
-            if (!p) throw Error("phase '" + name + "' is not one of: data, copy, forward, backward, optimizer");
+            if (!p)
+              throw Error("phase '" + name +
+                          "' is not one of: data, copy, forward, backward, optimizer");
             return s.phase(*p);
           },
           py::arg("name"), py::keep_alive<0, 1>())
@@ -351,35 +387,42 @@ PYBIND11_MODULE(_C, m) {
             return s.to_device(t, to_torch_device(device), non_blocking);
           },
           py::arg("tensor"), py::arg("device"), py::arg("non_blocking") = false,
-          "t.to(device, non_blocking) inside a copy phase; records bytes, time, pinned or pageable");
+          "t.to(device, non_blocking) inside a copy phase; records bytes, time, pinned or "
+          "pageable");
 
   py::class_<PyEpoch>(m, "Epoch")
       .def("__enter__", &PyEpoch::enter, py::return_value_policy::reference)
       .def("__exit__", &PyEpoch::exit)
-      .def(
-          "step",
-          &PyEpoch::step, py::arg("samples") = 0, py::keep_alive<0, 1>(),
-          "a step of this epoch; samples: the batch size, for throughput");
+      .def("step", &PyEpoch::step, py::arg("samples") = 0, py::keep_alive<0, 1>(),
+           "a step of this epoch; samples: the batch size, for throughput");
 
   py::class_<PySession>(m, "Session")
       .def(py::init([](std::optional<std::string> report_dir, std::optional<std::string> run_name,
                        std::optional<std::string> mode, std::optional<std::string> nvtx,
-                       std::optional<bool> record_shapes, std::optional<bool> cupti, std::optional<bool> print_report) {
-             return std::make_unique<PySession>(
-                 make_options(report_dir, run_name, mode, nvtx, record_shapes, cupti, print_report));
+                       std::optional<bool> record_shapes, std::optional<bool> cupti,
+                       std::optional<bool> print_report) {
+             return std::make_unique<PySession>(make_options(report_dir, run_name, mode, nvtx,
+                                                             record_shapes, cupti, print_report));
            }),
            py::arg("report_dir") = py::none(), py::arg("run_name") = py::none(),
-           py::arg("mode") = py::none(), py::arg("nvtx") = py::none(), py::arg("record_shapes") = py::none(),
-           py::arg("cupti") = py::none(), py::arg("print_report") = py::none())
-      .def("epoch", [](PySession& s) { return PyEpoch(&s); }, py::keep_alive<0, 1>())
+           py::arg("mode") = py::none(), py::arg("nvtx") = py::none(),
+           py::arg("record_shapes") = py::none(), py::arg("cupti") = py::none(),
+           py::arg("print_report") = py::none())
+      .def(
+          "epoch", [](PySession& s) { return PyEpoch(&s); }, py::keep_alive<0, 1>())
       .def("close", &PySession::close)
-      .def("configure_amp", &configure_session_amp, py::arg("when") = "mode", py::arg("dtype") = py::none(),
-           py::arg("warmup_steps") = py::none(), py::arg("watch_steps") = py::none(),
-           py::arg("tolerance") = py::none(), py::arg("rollback_if_slower") = py::none())
+      .def("configure_amp", &configure_session_amp, py::arg("when") = "mode",
+           py::arg("dtype") = py::none(), py::arg("warmup_steps") = py::none(),
+           py::arg("watch_steps") = py::none(), py::arg("tolerance") = py::none(),
+           py::arg("rollback_if_slower") = py::none())
       .def_property_readonly("active", &PySession::active)
-      .def_property_readonly("mode", [](const PySession& s) { return std::string(mode_name(s.options().mode())); })
-      .def_property_readonly("nvtx", [](const PySession& s) { return std::string(nvtx_level_name(s.options().nvtx())); })
-      .def_property_readonly("report_dir", [](const PySession& s) { return s.options().report_dir(); })
+      .def_property_readonly(
+          "mode", [](const PySession& s) { return std::string(mode_name(s.options().mode())); })
+      .def_property_readonly(
+          "nvtx",
+          [](const PySession& s) { return std::string(nvtx_level_name(s.options().nvtx())); })
+      .def_property_readonly("report_dir",
+                             [](const PySession& s) { return s.options().report_dir(); })
       .def_property_readonly("report_path", &PySession::report_path)
       .def("report_json", &PySession::report_json)
       .def("terminal_report", &PySession::terminal_report, py::arg("epoch") = -1);
@@ -387,8 +430,18 @@ PYBIND11_MODULE(_C, m) {
   py::class_<ModuleRange>(m, "ModuleRange")
       .def(py::init<const std::string&>(), py::arg("label"))
       .def_property_readonly("label", &ModuleRange::label)
-      .def("__enter__", [](ModuleRange& r) { r.enter(); return &r; }, py::return_value_policy::reference)
-      .def("__exit__", [](ModuleRange& r, const py::args&) { r.exit(); return false; })
+      .def(
+          "__enter__",
+          [](ModuleRange& r) {
+            r.enter();
+            return &r;
+          },
+          py::return_value_policy::reference)
+      .def("__exit__",
+           [](ModuleRange& r, const py::args&) {
+             r.exit();
+             return false;
+           })
       // forward_pre_hook(module, args) and forward_hook(module, args, output): return None so
       // the module's inputs and outputs pass through untouched.
       .def("pre_hook", [](ModuleRange& r, const py::args&) { r.enter(); })

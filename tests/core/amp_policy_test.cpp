@@ -9,7 +9,7 @@ namespace {
 AutoAmpOptions small() {
   AutoAmpOptions o;
   o.warmup_steps = 10;
-  o.watch_steps = 5;
+  o.watch_steps = 8;
   o.tolerance = 0.1;
   return o;
 }
@@ -18,14 +18,28 @@ double loss_at(std::int64_t step) {
   return 2.0 - 0.01 * static_cast<double>(step) + (step % 2 ? 0.02 : -0.02);
 }
 
+// One step run the way the policy said: amp_ms under mixed precision, fp32_ms otherwise.
+struct Feed {
+  std::optional<double> loss;
+  double amp_ms = 8.0;
+  double fp32_ms = 10.0;
+  bool nonfinite = false;
+  bool scaling = false;
+};
+
+std::optional<AmpEvent> step(AutoAmpPolicy& p, std::int64_t s, const Feed& f) {
+  const bool low = p.amp_on();
+  return p.observe({s, f.loss, f.nonfinite, f.scaling, low ? f.amp_ms : f.fp32_ms, low});
+}
+
 // Runs the warm-up: steps 0..9 in fp32 with a falling loss and 10 ms steps.
 void warm_up(AutoAmpPolicy& p) {
   for (std::int64_t s = 0; s < 10; ++s) {
     EXPECT_FALSE(p.amp_on()) << s;
-    auto ev = p.observe({s, loss_at(s), false, false, 10.0});
-    if (s < 9)
+    auto ev = step(p, s, {loss_at(s)});
+    if (s < 9) {
       EXPECT_FALSE(ev) << s;
-    else {
+    } else {
       ASSERT_TRUE(ev);
       EXPECT_EQ(ev->kind, "enabled");
       EXPECT_EQ(ev->step, 9);
@@ -37,11 +51,17 @@ TEST(AutoAmpPolicy, EnablesAfterWarmupAndAcceptsWhenLossKeepsTheTrend) {
   AutoAmpPolicy p(small());
   EXPECT_EQ(amp_stage_name(p.stage()), "warming_up");
   warm_up(p);
-  EXPECT_TRUE(p.amp_on());
   EXPECT_EQ(p.stage(), AmpStage::Watching);
-  for (std::int64_t s = 10; s < 14; ++s)
-    EXPECT_FALSE(p.observe({s, loss_at(s), false, false, 8.0}));
-  auto ev = p.observe({14, loss_at(14), false, false, 8.0});
+  // Watch of 8 steps, every 4th an fp32 probe: mixed, mixed, mixed, fp32, mixed, mixed, mixed,
+  // fp32.
+  std::vector<bool> pattern;
+  std::optional<AmpEvent> ev;
+  for (std::int64_t s = 10; s < 18; ++s) {
+    pattern.push_back(p.amp_on());
+    ev = step(p, s, {loss_at(s)});
+    if (s < 17) EXPECT_FALSE(ev) << s;
+  }
+  EXPECT_EQ(pattern, (std::vector<bool>{true, true, true, false, true, true, true, false}));
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "accepted");
   EXPECT_EQ(p.stage(), AmpStage::Enabled);
@@ -54,26 +74,26 @@ TEST(AutoAmpPolicy, EnablesAfterWarmupAndAcceptsWhenLossKeepsTheTrend) {
 TEST(AutoAmpPolicy, NonFiniteLossRollsBackAtOnce) {
   AutoAmpPolicy p(small());
   warm_up(p);
-  auto ev = p.observe({10, std::numeric_limits<double>::quiet_NaN(), false, false, 8.0});
+  auto ev = step(p, 10, {std::numeric_limits<double>::quiet_NaN()});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "rolled_back");
   EXPECT_NE(ev->detail.find("nan"), std::string::npos) << ev->detail;
   EXPECT_FALSE(p.amp_on());
   EXPECT_EQ(amp_stage_name(p.stage()), "rolled_back");
   // Rolled back is for good.
-  EXPECT_FALSE(p.observe({11, 1.0, false, false, 8.0}));
+  EXPECT_FALSE(step(p, 11, {1.0}));
   EXPECT_FALSE(p.amp_on());
 }
 
 TEST(AutoAmpPolicy, DriftBeyondToleranceRollsBack) {
   AutoAmpPolicy p(small());
   warm_up(p);
-  EXPECT_FALSE(p.observe({10, 1.9, false, false, 8.0}));
+  EXPECT_FALSE(step(p, 10, {1.9}));
   std::optional<AmpEvent> ev;
-  std::int64_t s = 11;
-  for (; s < 15 && !ev; ++s) ev = p.observe({s, 3.0, false, false, 8.0});
+  for (std::int64_t s = 11; s < 15 && !ev; ++s) ev = step(p, s, {3.0});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "rolled_back");
+  EXPECT_EQ(ev->step, 11);
   EXPECT_NE(ev->detail.find("drifted"), std::string::npos) << ev->detail;
   EXPECT_EQ(p.stage(), AmpStage::RolledBack);
 }
@@ -81,12 +101,11 @@ TEST(AutoAmpPolicy, DriftBeyondToleranceRollsBack) {
 TEST(AutoAmpPolicy, InfGradientsRollBackWithoutAScalerButNotWithOne) {
   AutoAmpPolicy scaled(small());
   warm_up(scaled);
-  EXPECT_FALSE(
-      scaled.observe({10, loss_at(10), /*nonfinite_gradients=*/true, /*grad_scaling=*/true, 8.0}));
+  EXPECT_FALSE(step(scaled, 10, {loss_at(10), 8, 10, /*nonfinite=*/true, /*scaling=*/true}));
   EXPECT_TRUE(scaled.amp_on());
   AutoAmpPolicy bf16(small());
   warm_up(bf16);
-  auto ev = bf16.observe({10, loss_at(10), true, false, 8.0});
+  auto ev = step(bf16, 10, {loss_at(10), 8, 10, true, false});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "rolled_back");
 }
@@ -95,7 +114,7 @@ TEST(AutoAmpPolicy, SlowerStepsRollBackUnlessAllowed) {
   AutoAmpPolicy p(small());
   warm_up(p);
   std::optional<AmpEvent> ev;
-  for (std::int64_t s = 10; s < 15; ++s) ev = p.observe({s, loss_at(s), false, false, 12.0});
+  for (std::int64_t s = 10; s < 18; ++s) ev = step(p, s, {loss_at(s), 12.0, 10.0});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "rolled_back");
   EXPECT_NE(ev->detail.find("slower"), std::string::npos) << ev->detail;
@@ -104,17 +123,42 @@ TEST(AutoAmpPolicy, SlowerStepsRollBackUnlessAllowed) {
   o.rollback_if_slower = false;
   AutoAmpPolicy q(o);
   warm_up(q);
-  for (std::int64_t s = 10; s < 15; ++s) ev = q.observe({s, loss_at(s), false, false, 12.0});
+  for (std::int64_t s = 10; s < 18; ++s) ev = step(q, s, {loss_at(s), 12.0, 10.0});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "accepted");
+}
+
+TEST(AutoAmpPolicy, InterleavedFp32StepsKeepALoadChangeFromLookingLikeSlowerSteps) {
+  AutoAmpOptions o = small();
+  o.watch_steps = 12;  // three fp32 probes
+  AutoAmpPolicy p(o);
+  warm_up(p);  // 10 ms fp32 steps
+  // The machine got busy: everything is twice as slow now, mixed precision still 20 % faster.
+  std::optional<AmpEvent> ev;
+  for (std::int64_t s = 10; s < 22; ++s) ev = step(p, s, {loss_at(s), 16.0, 20.0});
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->kind, "accepted") << ev->detail;
+  EXPECT_DOUBLE_EQ(*p.fp32_step_ms(), 20.0);
+  EXPECT_NE(ev->detail.find("3 steps interleaved"), std::string::npos) << ev->detail;
+
+  // Without probes the same run compares against the warm-up's 10 ms and rolls back.
+  o.fp32_probe_every = 0;
+  AutoAmpPolicy q(o);
+  warm_up(q);
+  for (std::int64_t s = 10; s < 22; ++s) {
+    EXPECT_TRUE(q.amp_on());
+    ev = step(q, s, {loss_at(s), 16.0, 20.0});
+  }
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->kind, "rolled_back");
 }
 
 TEST(AutoAmpPolicy, NonFiniteLossAfterAcceptanceStillRollsBack) {
   AutoAmpPolicy p(small());
   warm_up(p);
-  for (std::int64_t s = 10; s < 15; ++s) p.observe({s, loss_at(s), false, false, 8.0});
+  for (std::int64_t s = 10; s < 18; ++s) step(p, s, {loss_at(s)});
   ASSERT_EQ(p.stage(), AmpStage::Enabled);
-  auto ev = p.observe({40, std::numeric_limits<double>::infinity(), false, false, 8.0});
+  auto ev = step(p, 40, {std::numeric_limits<double>::infinity()});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "rolled_back");
 }
@@ -122,7 +166,7 @@ TEST(AutoAmpPolicy, NonFiniteLossAfterAcceptanceStillRollsBack) {
 TEST(AutoAmpPolicy, NoLossFromTheLoopMeansNotEnabled) {
   AutoAmpPolicy p(small());
   std::optional<AmpEvent> ev;
-  for (std::int64_t s = 0; s < 10; ++s) ev = p.observe({s, std::nullopt, false, false, 10.0});
+  for (std::int64_t s = 0; s < 10; ++s) ev = step(p, s, {std::nullopt});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "not_enabled");
   EXPECT_NE(ev->detail.find("step.loss(loss)"), std::string::npos);
@@ -132,21 +176,19 @@ TEST(AutoAmpPolicy, NoLossFromTheLoopMeansNotEnabled) {
 
 TEST(AutoAmpPolicy, NonFiniteFp32LossRestartsTheWarmup) {
   AutoAmpPolicy p(small());
-  for (std::int64_t s = 0; s < 5; ++s) p.observe({s, loss_at(s), false, false, 10.0});
-  auto ev = p.observe({5, std::numeric_limits<double>::infinity(), false, false, 10.0});
+  for (std::int64_t s = 0; s < 5; ++s) step(p, s, {loss_at(s)});
+  auto ev = step(p, 5, {std::numeric_limits<double>::infinity()});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, "warmup_restarted");
-  for (std::int64_t s = 6; s < 15; ++s)
-    EXPECT_FALSE(p.observe({s, loss_at(s), false, false, 10.0})) << s;
-  EXPECT_EQ(p.observe({15, loss_at(15), false, false, 10.0})->kind, "enabled");
+  for (std::int64_t s = 6; s < 15; ++s) EXPECT_FALSE(step(p, s, {loss_at(s)})) << s;
+  EXPECT_EQ(step(p, 15, {loss_at(15)})->kind, "enabled");
 }
 
 TEST(AutoAmpPolicy, RefuseKeepsItOff) {
   AutoAmpPolicy p(small());
   const AmpEvent ev = p.refuse(0, "fp16 needs a GradScaler");
   EXPECT_EQ(ev.kind, "not_enabled");
-  for (std::int64_t s = 0; s < 20; ++s)
-    EXPECT_FALSE(p.observe({s, loss_at(s), false, false, 10.0}));
+  for (std::int64_t s = 0; s < 20; ++s) EXPECT_FALSE(step(p, s, {loss_at(s)}));
   EXPECT_FALSE(p.amp_on());
 }
 

@@ -85,5 +85,18 @@ TEST(MixedPrecisionReport, TerminalShowsPrecisionSkipsScaleAndEvents) {
   EXPECT_EQ(format_terminal_report(r).find("mixed precision ("), std::string::npos);
 }
 
+TEST(MixedPrecisionReport, AnFp32EpochIsOneLine) {
+  RunReport r = test::sample_report();
+  MixedPrecisionSummary m;
+  m.policy = "suggest";
+  m.state = "fp32";
+  m.steps_fp32 = 10;
+  m.phases = {{Phase::Forward, 0, 10}, {Phase::Backward, 0, 10}, {Phase::Optimizer, 0, 10}};
+  r.epochs[0].mixed_precision = m;
+  const std::string text = format_terminal_report(r);
+  EXPECT_NE(text.find("\nmixed precision: fp32 throughout (suggest)\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("forward    fp32"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fathom

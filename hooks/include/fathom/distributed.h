@@ -53,8 +53,8 @@ class DistributedOptions {
 
 // Hands fathom the job's process group: its rank and size, and its store for the summaries.
 // Call it before the first epoch. Throws fathom::Error when the group disagrees with RANK /
-// WORLD_SIZE, has no store, or the session is already running an epoch. Does nothing when
-// fathom is off.
+// WORLD_SIZE, has no store, or would change the rank after the first epoch wrote its report.
+// Does nothing when fathom is off.
 void use_process_group(Session& session, const c10::intrusive_ptr<c10d::ProcessGroup>& group,
                        DistributedOptions options = {});
 // The same with a store and a rank, for jobs that share a c10d store but hold no ProcessGroup
