@@ -6,6 +6,7 @@
 // from its median step time, and the ratio to fp32.
 //
 //   amp_bench [--device cpu|cuda] [--batch N] [--steps N] [--large | --small]
+#include <fathom/fathom.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -17,13 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "resnet.h"  // the vision example's model, shared with the other benchmarks
+
 namespace {
 
 struct Args {
   std::string device;
   int batch = 0;   // 0: the example's (32, or 256 with --large)
-  int steps = 20;  // timed steps per round
-  int rounds = 3;
+  int steps = 30;  // timed steps per variant
+  int large = -1;  // the example's --large sizes (ResNet-18 on 64x64); default: on a GPU
 };
 
 Args parse(int argc, char** argv) {

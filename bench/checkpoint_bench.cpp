@@ -176,7 +176,8 @@ void bench_model(Model& m, int repeats) {
   for (const Row& row : rows) {
     if (row.segments.empty()) continue;
     std::printf("  %-16s checkpoints", row.name.c_str());
-    for (const auto& seg : fathom::unfuse_segments(fused, row.segments)) std::printf(" [%d, %d)", seg.begin, seg.end);
+    for (const auto& seg : fathom::unfuse_segments(fused, row.segments))
+      std::printf(" [%d, %d)", seg.begin, seg.end);
     std::printf(" of the Sequential's items\n");
   }
   for (double share : infeasible)

@@ -138,7 +138,7 @@ TEST_F(SessionTest, AutoEnablesBf16AndTrainsWithinToleranceOfTheFp32Run) {
   EXPECT_EQ(e0.phases.at(0).phase, Phase::Forward);
   EXPECT_EQ(e0.phases.at(0).low_precision, 8);
   EXPECT_EQ(e0.phases.at(1).low_precision, 8);  // backward follows its forward
-  EXPECT_EQ(e0.phases.at(2).fp32, 20);  // the optimizer always runs fp32
+  EXPECT_EQ(e0.phases.at(2).fp32, 20);          // the optimizer always runs fp32
   EXPECT_EQ(e0.events.at(0).step, 9);
   EXPECT_TRUE(e1.fp32_loss_reference && e1.amp_loss);
   ASSERT_NE(finding(amp.report.epochs[1], "precision.mixed"), nullptr);

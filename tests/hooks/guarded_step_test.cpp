@@ -113,8 +113,8 @@ TEST_F(SessionTest, AutoRecoversFromOutOfMemoryInBackwardByCheckpointing) {
   ASSERT_EQ(m.plans.size(), 1u);
   EXPECT_TRUE(m.plans[0].applied);
   // Half the peak, or the least any plan needs when half is out of reach.
-  EXPECT_LE(m.plans[0].predicted_peak_bytes,
-            std::max(m.plans[0].unconstrained_peak_bytes / 2, m.plans[0].min_feasible_budget_bytes));
+  EXPECT_LE(m.plans[0].predicted_peak_bytes, std::max(m.plans[0].unconstrained_peak_bytes / 2,
+                                                      m.plans[0].min_feasible_budget_bytes));
   EXPECT_LT(m.plans[0].predicted_peak_bytes, m.plans[0].unconstrained_peak_bytes);
 }
 

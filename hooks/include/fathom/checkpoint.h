@@ -72,7 +72,9 @@ class CheckpointOptions {
 
 namespace detail {
 template <typename T>
-concept ModuleHolderLike = requires(const T& h) { h.ptr(); };
+concept ModuleHolderLike = requires(const T& h) {
+  h.ptr();
+};
 std::vector<at::Tensor> checkpoint_tensors(const TensorsFunction& fn,
                                            const std::vector<at::Tensor>& inputs,
                                            const CheckpointOptions& options);
@@ -82,9 +84,10 @@ std::vector<at::Tensor> checkpoint_tensors(const TensorsFunction& fn,
 // arguments travel in fn's captures. Every input must be defined. (A template only so that a
 // module holder, callable with one tensor, never has to be tried as a function of several.)
 template <typename F>
-  requires(!detail::ModuleHolderLike<std::remove_cvref_t<F>> && std::convertible_to<F, TensorsFunction>)
-std::vector<at::Tensor> checkpoint(F&& fn, const std::vector<at::Tensor>& inputs,
-                                   const CheckpointOptions& options = CheckpointOptions()) {
+requires(!detail::ModuleHolderLike<std::remove_cvref_t<F>> &&
+         std::convertible_to<F, TensorsFunction>)
+    std::vector<at::Tensor> checkpoint(F&& fn, const std::vector<at::Tensor>& inputs,
+                                       const CheckpointOptions& options = CheckpointOptions()) {
   return detail::checkpoint_tensors(TensorsFunction(std::forward<F>(fn)), inputs, options);
 }
 
