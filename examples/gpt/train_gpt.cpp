@@ -162,12 +162,13 @@ int main(int argc, char** argv) try {
       {
         auto b = step.backward();  // fathom:
         optimizer.zero_grad();
-        loss.backward();
+        step.scaled(loss).backward();  // fathom: the loss, scaled when fp16 mixed precision runs
       }
       {
         auto o = step.optimizer();  // fathom:
+        step.unscale(optimizer);    // fathom: true gradients before clipping (no-op in fp32)
         torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-        optimizer.step();
+        step.apply(optimizer);  // fathom: optimizer.step(), skipped on inf/NaN gradients
       }
       progress.update(i, batch * config.context, loss.detach());
     }

@@ -130,11 +130,11 @@ int main(int argc, char** argv) try {
       {
         auto b = step.backward();  // fathom:
         optimizer.zero_grad();
-        loss.backward();
+        step.scaled(loss).backward();  // fathom: the loss, scaled when fp16 mixed precision runs
       }
       {
         auto o = step.optimizer();  // fathom:
-        optimizer.step();
+        step.apply(optimizer);      // fathom: optimizer.step(), skipped on inf/NaN gradients
       }
       progress.update(i, batch, loss.detach());
     }

@@ -284,6 +284,10 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
   ++global_step_;
 }
 
+void AmpExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept {
+  if (epoch_.steps_low_precision > 0 && epoch.footprint) epoch.footprint->mixed_precision = true;
+}
+
 void AmpExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept {
   try {
     MixedPrecisionSummary& m = epoch_;
@@ -312,7 +316,6 @@ void AmpExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) n
       m.amp_loss = policy_.amp_loss();
     }
     const bool ran = m.steps_low_precision > 0;
-    if (ran && epoch.footprint) epoch.footprint->mixed_precision = true;
 
     const AmpEvent* rollback = nullptr;
     for (const AmpEvent& ev : m.events)

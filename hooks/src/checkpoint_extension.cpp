@@ -465,6 +465,28 @@ void CheckpointExtension::on_step_end(std::int64_t, bool failed) noexcept {
   profiling_ = false;  // chains run between steps are not measured
 }
 
+void CheckpointExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept {
+  if (!epoch.footprint) return;
+  try {
+    std::int64_t activation_bytes = 0, blocks = 0;
+    bool checkpointing = false;
+    for (const Chain& c : chains_) {
+      if (!c.seen_this_epoch) continue;
+      if (c.measured) {
+        activation_bytes += evaluate_plan(chain_blocks(c), {}).stored_bytes;
+        blocks += c.size;
+      }
+      checkpointing = checkpointing || (c.plan && c.plan->applied);
+    }
+    MemoryFootprint& f = *epoch.footprint;
+    if (f.activation_bytes == 0) f.activation_bytes = activation_bytes;
+    if (blocks > 0) f.checkpointable_blocks = blocks;
+    f.checkpointing = f.checkpointing || checkpointing;
+  } catch (const std::exception& e) {
+    std::cerr << "fathom: activation bytes not added to the footprint: " << e.what() << "\n";
+  }
+}
+
 void CheckpointExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept {
   try {
     resolve_timings(/*wait=*/true);
@@ -480,8 +502,6 @@ void CheckpointExtension::on_epoch_end(EpochSummary& epoch, Environment& environ
                   std::string(device_ ? " and device events" : "")
             : "not measured: " + capture_unavailable_why_;
     m.profiled_steps = profiled_steps_;
-    std::int64_t activation_bytes = 0, blocks = 0;
-    bool checkpointing = false;
     for (const Chain& c : chains_) {
       if (!c.seen_this_epoch) continue;
       for (int i = 0; i < c.size && i < static_cast<int>(c.blocks.size()); ++i) {
@@ -503,14 +523,9 @@ void CheckpointExtension::on_epoch_end(EpochSummary& epoch, Environment& environ
         x.checkpointed = b.checkpointed;
         m.modules.push_back(std::move(x));
       }
-      if (c.measured) {
-        activation_bytes += evaluate_plan(chain_blocks(c), {}).stored_bytes;
-        blocks += c.size;
-      }
       if (c.plan) {
         CheckpointPlanReport p = *c.plan;
         if (epoch.step_ms_mean() > 0) p.step_overhead = p.recompute_ms / epoch.step_ms_mean();
-        checkpointing = checkpointing || p.applied;
         Finding f;
         f.id = "memory.activation_checkpointing";
         f.severity = p.feasible ? Severity::Warning : Severity::Critical;
@@ -535,12 +550,6 @@ void CheckpointExtension::on_epoch_end(EpochSummary& epoch, Environment& environ
     m.out_of_memory = out_of_memory_;
     if (!capture_available_)
       environment.not_measured.push_back({"activation bytes per module", capture_unavailable_why_});
-    if (epoch.footprint) {
-      if (epoch.footprint->activation_bytes == 0)
-        epoch.footprint->activation_bytes = activation_bytes;
-      if (blocks > 0) epoch.footprint->checkpointable_blocks = blocks;
-      epoch.footprint->checkpointing = epoch.footprint->checkpointing || checkpointing;
-    }
     if (!m.modules.empty() || !m.plans.empty() || !m.out_of_memory.empty())
       epoch.modules = std::move(m);
   } catch (const std::exception& e) {

@@ -115,6 +115,8 @@ class CheckpointExtension final : public SessionExtension {
   void on_phase_begin(Phase phase) noexcept override;
   void on_phase_end(Phase phase, bool aborted) noexcept override;
   void on_step_end(std::int64_t step, bool failed) noexcept override;
+  // The footprint's activation bytes and checkpointing flag, before the advisor sizes the model.
+  void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
   void on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept override;
 
  private:

@@ -61,11 +61,14 @@ at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool no
   const std::int64_t begin = now_ns();
   at::Tensor out = t.to(device, non_blocking);
   const std::int64_t end = now_ns();
+  // .to() returns t itself when it is already there ("cuda" matches a tensor on cuda:1 too):
+  // nothing was copied.
+  if (out.is_same(t)) return out;
   const c10::Device from = t.device();
-  if (from == device) return out;  // .to() returned t itself: nothing was copied
+  const c10::Device to = out.device();
   CopyRecord r;
-  r.direction = from.is_cpu() ? (device.is_cpu() ? CopyDirection::HostToHost : CopyDirection::HostToDevice)
-                              : (device.is_cpu() ? CopyDirection::DeviceToHost : CopyDirection::DeviceToDevice);
+  r.direction = from.is_cpu() ? (to.is_cpu() ? CopyDirection::HostToHost : CopyDirection::HostToDevice)
+                              : (to.is_cpu() ? CopyDirection::DeviceToHost : CopyDirection::DeviceToDevice);
   r.bytes = static_cast<std::int64_t>(t.nbytes());
   // Pinned-ness is a property of the host side of the copy.
   const at::Tensor& host = from.is_cpu() ? t : out;

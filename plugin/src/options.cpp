@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 extern char** environ;
 
@@ -34,8 +36,9 @@ constexpr Choices<bool, 8> kSwitches{{{"on", true},
                                       {"yes", true},
                                       {"no", false}}};
 
-// Every variable fathom reads. An unknown FATHOM_* name is an error: a typo must not silently
-// leave a setting at its default.
+// Every variable fathom reads. A FATHOM_* name one or two edits away from one of them is an
+// error (a typo must not silently leave a setting at its default); other FATHOM_* names are left
+// alone with a warning, because build scripts and users name their own variables that way too.
 constexpr std::array<std::string_view, 9> kKnownVariables{
     "FATHOM_MODE",          "FATHOM_REPORT_DIR", "FATHOM_RUN_NAME", "FATHOM_NVTX",
     "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",      "FATHOM_PRINT",    "FATHOM_CHECKPOINT_BUDGET",
@@ -62,26 +65,47 @@ std::string_view name_of(T v, const Choices<T, N>& choices) noexcept {
   return "?";
 }
 
-void reject_unknown_variables() {
+// Optimal string alignment distance (edits, counting a swap of neighbours as one).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+void check_unknown_variables() {
+  std::string known;
+  for (auto k : kKnownVariables) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
   for (char** e = environ; e && *e; ++e) {
     std::string_view entry(*e);
     if (entry.substr(0, 7) != "FATHOM_") continue;
     std::string_view name = entry.substr(0, entry.find('='));
     if (std::find(kKnownVariables.begin(), kKnownVariables.end(), name) != kKnownVariables.end())
       continue;
-    std::string known;
-    for (auto k : kKnownVariables) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
-    throw Error(fmt::format("unknown environment variable {}; fathom reads: {}", name, known));
+    for (auto k : kKnownVariables) {
+      if (edit_distance(name, k) <= 2)
+        throw Error(fmt::format("unknown environment variable {}: did you mean {}? (fathom reads: {})",
+                                name, k, known));
+    }
+    std::fprintf(stderr, "fathom: ignoring %.*s, not a variable fathom reads (%s)\n",
+                 static_cast<int>(name.size()), name.data(), known.c_str());
   }
 }
-
 }  // namespace
 
 std::string_view mode_name(Mode m) noexcept { return name_of(m, kModes); }
 std::string_view nvtx_level_name(NvtxLevel l) noexcept { return name_of(l, kNvtxLevels); }
 
 Options Options::with_env() const {
-  reject_unknown_variables();
+  check_unknown_variables();
   Options o = *this;
   auto get = [](const char* name) -> const char* { return std::getenv(name); };
   if (const char* v = get("FATHOM_MODE")) o.mode_ = parse_choice("FATHOM_MODE", v, kModes);

@@ -46,15 +46,28 @@ TEST(Options, BadSwitchValue) {
   EXPECT_THROW((void)Options().with_env(), Error);
 }
 
-TEST(Options, UnknownVariableIsAnError) {
-  ScopedEnv typo("FATHOM_MDOE", "off");
-  try {
-    (void)Options().with_env();
-    FAIL() << "expected fathom::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("FATHOM_MDOE"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("FATHOM_MODE"), std::string::npos);
+TEST(Options, MisspelledVariableIsAnErrorThatNamesTheRightOne) {
+  for (const char* typo : {"FATHOM_MDOE", "FATHOM_REPORTDIR", "FATHOM_CUPIT", "FATHOM_PRNT"}) {
+    ScopedEnv env(typo, "off");
+    try {
+      (void)Options().with_env();
+      FAIL() << "expected fathom::Error for " << typo;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(typo), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
+    }
   }
+}
+
+TEST(Options, UnrelatedFathomVariableIsLeftAlone) {
+  // Build scripts name their own FATHOM_* variables; a session must still start.
+  ScopedEnv build("FATHOM_BUILD_DIR", "/tmp/build");
+  ScopedEnv mode("FATHOM_MODE", "suggest");
+  testing::internal::CaptureStderr();
+  const Options o = Options().with_env();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(o.mode(), Mode::Suggest);
+  EXPECT_NE(err.find("ignoring FATHOM_BUILD_DIR"), std::string::npos) << err;
 }
 
 TEST(Options, EmptyReportDirIsAnError) {

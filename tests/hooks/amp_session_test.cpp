@@ -119,9 +119,6 @@ AmpOptions quick_auto() {
 }
 
 TEST_F(SessionTest, AutoEnablesBf16AndTrainsWithinToleranceOfTheFp32Run) {
-  GTEST_SKIP() << "flaky on a loaded 2-core machine: it failed in the lead's final run and "
-                  "passed in the author's; the Auto policy times fp32 against bf16 steps. "
-                  "Issue 5 stays open until it passes reliably";
   const TrainRun fp32 = train(dir() + "/fp32", {Mode::Observe, std::nullopt});
   const TrainRun amp = train(dir() + "/auto", {Mode::Auto, quick_auto()});
   EXPECT_EQ(kinds(amp.report), (std::vector<std::string>{"enabled", "accepted"}));
@@ -158,9 +155,6 @@ TEST_F(SessionTest, AutoEnablesBf16AndTrainsWithinToleranceOfTheFp32Run) {
 }
 
 TEST_F(SessionTest, ForcedDriftRollsBackToFp32AndSaysSo) {
-  GTEST_SKIP() << "flaky on a loaded 2-core machine: it failed in the lead's final run and "
-                  "passed in the author's; the Auto policy times fp32 against bf16 steps. "
-                  "Issue 5 stays open until it passes reliably";
   Loop loop{Mode::Auto, quick_auto()};
   loop.steps = 12;  // the rollback comes at step 10; epoch 1 runs after it
   // A model whose loss under autocast is far above its fp32 trend.

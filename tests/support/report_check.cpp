@@ -1,6 +1,8 @@
-// report_check REPORT.json EPOCHS: exits 0 when the report holds EPOCHS epochs, each with
-// non-zero forward, backward and optimizer time and at least one step; prints what is wrong
-// otherwise.
+// report_check REPORT.json EPOCHS [--amp-enabled]: exits 0 when the report holds EPOCHS epochs,
+// each with non-zero forward, backward and optimizer time and at least one step; prints what is
+// wrong otherwise. --amp-enabled also requires that Auto mode turned mixed precision on and that
+// steps ran under it (whatever the policy decided afterwards, which is printed).
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -10,8 +12,9 @@
 #include <fathom/report_writers.h>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: report_check REPORT.json EPOCHS\n");
+  const bool amp_enabled = argc == 4 && std::string(argv[3]) == "--amp-enabled";
+  if (argc != 3 && !amp_enabled) {
+    std::fprintf(stderr, "usage: report_check REPORT.json EPOCHS [--amp-enabled]\n");
     return 2;
   }
   std::ifstream in(argv[1]);
@@ -33,6 +36,21 @@ int main(int argc, char** argv) {
           ++bad;
         }
       }
+    }
+    if (amp_enabled) {
+      bool enabled = false;
+      std::int64_t low = 0;
+      for (const auto& e : r.epochs) {
+        if (!e.mixed_precision) continue;
+        low += e.mixed_precision->steps_low_precision;
+        for (const auto& ev : e.mixed_precision->events) {
+          std::printf("mixed precision %s at step %lld: %s\n", ev.kind.c_str(),
+                      static_cast<long long>(ev.step), ev.detail.c_str());
+          enabled = enabled || ev.kind == "enabled";
+        }
+      }
+      if (!enabled) std::printf("mixed precision was never enabled\n"), ++bad;
+      if (low == 0) std::printf("no step ran under mixed precision\n"), ++bad;
     }
     std::printf("report_check: %zu epochs, %s\n", r.epochs.size(), bad ? "FAILED" : "ok");
     return bad ? 1 : 0;
