@@ -1,4 +1,5 @@
 #include <fathom/device_telemetry.h>
+#include <fathom/transfer_analysis.h>
 
 #include <algorithm>
 #include <array>
@@ -20,12 +21,8 @@ std::optional<double> mean_of(const std::optional<double>& a, const std::optiona
 }  // namespace
 
 std::optional<double> pcie_peak_bytes_per_s(int gen, int width) noexcept {
-  // Per lane and direction, after encoding: 2.5 GT/s 8b/10b = 250 MB/s; 5 GT/s = 500 MB/s;
-  // 8 GT/s 128b/130b = 984.6 MB/s, doubling with each generation after.
-  static constexpr std::array<double, 7> kLaneBytesPerS{0,        250e6,    500e6,   984.615e6,
-                                                        1969.2e6, 3938.5e6, 7876.9e6};
-  if (gen < 1 || gen >= static_cast<int>(kLaneBytesPerS.size()) || width <= 0) return std::nullopt;
-  return kLaneBytesPerS[static_cast<std::size_t>(gen)] * width;
+  if (auto gb = pcie_peak_gb_per_s(gen, width)) return *gb * 1e9;  // one table: transfer_analysis
+  return std::nullopt;
 }
 
 double throttle_share(const DeviceTelemetry& t, std::string_view reason) noexcept {

@@ -233,7 +233,7 @@ struct GpuAggregator::Impl {
     k.max_ns = std::max(k.max_ns, d);
     ++k.count;
     k.total_ns += d;
-    if (d < kTinyKernelNs) {
+    if (d < thresholds::kTinyKernelNs) {
       ++k.tiny_count;
       k.tiny_ns += d;
     }

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_helpers.h"
+
 namespace fathom {
 namespace {
 
@@ -10,22 +12,9 @@ using json = nlohmann::ordered_json;
 
 template <typename T>
 json optional_json(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
+  return detail::optional_json<json>(v);
 }
-
-json finding_json(const Finding& f) {
-  json evidence = json::array();
-  for (const auto& ev : f.evidence) evidence.push_back({{"name", ev.name}, {"value", ev.value}});
-  return {{"id", f.id},
-          {"severity", std::string(severity_name(f.severity))},
-          {"title", f.title},
-          {"evidence", evidence},
-          {"why", f.why},
-          {"estimated_gain", f.estimated_gain},
-          {"gain_fraction", optional_json(f.gain_fraction)},
-          {"fix", f.fix},
-          {"applied", f.applied}};
-}
+json finding_json(const Finding& f) { return detail::finding_json<json>(f); }
 
 json rank_json(const RankSummary& s) {
   json phases = json::object();

@@ -5,22 +5,12 @@
 
 #include <iterator>
 
+#include "json_helpers.h"
+
 namespace fathom::detail {
 namespace {
 
 using nlohmann::json;
-
-template <typename T>
-json optional_json(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
-template <typename T>
-std::optional<T> optional_from(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
-}
 
 std::string scale_text(double s) { return fmt::format("{:g}", s); }
 

@@ -6,22 +6,12 @@
 #include <algorithm>
 #include <iterator>
 
+#include "json_helpers.h"
+
 namespace fathom::detail {
 namespace {
 
 using nlohmann::json;
-
-template <typename T>
-json optional_json(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
-template <typename T>
-std::optional<T> optional_from(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
-}
 
 json segments_json(const std::vector<CheckpointSegment>& segments) {
   json out = json::array();

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_summary_json.h"
+#include "json_helpers.h"
 #include "mixed_precision_report.h"
 #include "module_report_writers.h"
 
@@ -15,18 +16,9 @@ namespace fathom {
 namespace {
 
 using nlohmann::json;
-
-template <typename T>
-json optional_json(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
-template <typename T>
-std::optional<T> optional_from(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
-}
+using detail::finding_json;
+using detail::optional_from;
+using detail::optional_json;
 
 json memory_json(const std::optional<DeviceMemoryPeak>& m) {
   if (!m) return nullptr;
@@ -61,20 +53,6 @@ json environment_json(const Environment& e) {
           {"mode", e.mode},
           {"nvtx", e.nvtx},
           {"not_measured", not_measured}};
-}
-
-json finding_json(const Finding& f) {
-  json evidence = json::array();
-  for (const auto& ev : f.evidence) evidence.push_back({{"name", ev.name}, {"value", ev.value}});
-  return {{"id", f.id},
-          {"severity", std::string(severity_name(f.severity))},
-          {"title", f.title},
-          {"evidence", evidence},
-          {"why", f.why},
-          {"estimated_gain", f.estimated_gain},
-          {"gain_fraction", optional_json(f.gain_fraction)},
-          {"fix", f.fix},
-          {"applied", f.applied}};
 }
 
 // --- device telemetry (NVML), memory footprint and hardware fit ---------------------------------

@@ -116,8 +116,8 @@ struct DeviceTelemetry {
   std::vector<Unmeasured> not_measured;  // fields the device or driver did not report
 };
 
-// Peak one-direction PCIe bandwidth of a link, after line encoding (8b/10b up to gen 2,
-// 128b/130b from gen 3). Empty for an unknown generation.
+// Peak one-direction PCIe bandwidth of a link in bytes/s: pcie_peak_gb_per_s (transfer_analysis.h)
+// scaled. Empty for an unknown generation or width.
 std::optional<double> pcie_peak_bytes_per_s(int gen, int width) noexcept;
 
 // The share of samples in which a reason that slows work was active, by reason.

@@ -22,9 +22,6 @@
 
 namespace fathom {
 
-// Kernels shorter than this are "tiny": their launch cost is comparable to their work.
-inline constexpr std::int64_t kTinyKernelNs = 10'000;
-
 // Per-phase buckets: the five phases, then work no phase could be found for.
 inline constexpr std::size_t kPhaseBuckets = kPhaseCount + 1;
 inline constexpr std::size_t kUnattributed = kPhaseCount;
@@ -36,7 +33,7 @@ struct KernelStats {
   std::int64_t total_ns = 0;
   std::int64_t min_ns = 0;
   std::int64_t max_ns = 0;
-  std::int64_t tiny_count = 0;  // shorter than kTinyKernelNs
+  std::int64_t tiny_count = 0;  // shorter than thresholds::kTinyKernelNs
   std::int64_t tiny_ns = 0;
 };
 

@@ -47,7 +47,8 @@ inline constexpr int kTensorCoreMinComputeMajor = 7;
 // share of step time keep the host from queueing work ahead.
 inline constexpr double kHostSyncShareOfStep = 0.05;
 // Launch-bound: most kernels shorter than the launch overhead and the GPU idle between them.
-// (gpu_aggregator.h counts kernels below fathom::kTinyKernelNs, the same 10 us, as tiny.)
+// Kernels shorter than kTinyKernelNs are "tiny" (gpu_aggregator counts them): their launch cost is
+// comparable to their work.
 inline constexpr std::int64_t kTinyKernelNs = 10'000;
 inline constexpr double kTinyKernelShare = 0.50;  // of kernels
 inline constexpr double kLaunchBoundBusyShare = 0.60;  // GPU busy below this share of the step

@@ -29,7 +29,7 @@ struct TimelineResult {
   std::int64_t steps = 0;
 
   std::int64_t kernel_count = 0;
-  std::int64_t tiny_kernel_count = 0;  // shorter than kTinyKernelNs
+  std::int64_t tiny_kernel_count = 0;  // shorter than thresholds::kTinyKernelNs
   std::int64_t tiny_kernel_ns = 0;
   std::optional<double> tiny_count_share;  // of kernel_count
   std::optional<double> tiny_time_share;   // of kernel time
