@@ -34,6 +34,11 @@ ensure_venv() {
     log "installing torch==$TORCH_VERSION into $VENV (LibTorch comes from this wheel)"
     "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy pytest
   fi
+  # numpy: torch warns on import without it; pytest: python/tests.
+  if ! "$VENV/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
+    log "installing numpy and pytest into $VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check numpy pytest
+  fi
   local cuda
   cuda="$("$VENV/bin/python" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null)"
   if [[ -n "$cuda" && "${cuda%%.*}" != "$TORCH_CUDA_MAJOR" ]]; then

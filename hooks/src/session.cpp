@@ -19,6 +19,7 @@
 #include "device_info.h"
 #include "distributed_extension.h"
 #include "footprint_extension.h"
+#include "copy_record.h"
 #include "session_state.h"
 #include "telemetry_extension.h"
 
@@ -61,23 +62,8 @@ at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool no
   const std::int64_t begin = now_ns();
   at::Tensor out = t.to(device, non_blocking);
   const std::int64_t end = now_ns();
-  // .to() returns t itself when it is already there ("cuda" matches a tensor on cuda:1 too):
-  // nothing was copied.
-  if (out.is_same(t)) return out;
-  const c10::Device from = t.device();
-  const c10::Device to = out.device();
-  CopyRecord r;
-  r.direction = from.is_cpu() ? (to.is_cpu() ? CopyDirection::HostToHost : CopyDirection::HostToDevice)
-                              : (to.is_cpu() ? CopyDirection::DeviceToHost : CopyDirection::DeviceToDevice);
-  r.bytes = static_cast<std::int64_t>(t.nbytes());
-  // Pinned-ness is a property of the host side of the copy.
-  const at::Tensor& host = from.is_cpu() ? t : out;
-  r.pinned = host.device().is_cpu() && host.is_pinned();
-  r.non_blocking = non_blocking;
-  r.begin_ns = begin;
-  r.end_ns = end;
-  r.step = state_->step_index();
-  state_->add_copy(r);
+  if (auto r = detail::copy_record_of(t, out, non_blocking, begin, end, state_->step_index()))
+    state_->add_copy(*r);
   return out;
 }
 

@@ -2,11 +2,13 @@
 // processes and threads, "i" instant events. pid 1 is the host, pid 2 + device the GPUs; on the
 // GPU, tid is the stream.
 #include <fathom/chrome_trace.h>
+#include <fathom/transfer_analysis.h>
 
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 #include <utility>
 
 namespace fathom {
@@ -25,38 +27,10 @@ enum HostTid {
   kAnnotationsTid = 6
 };
 
-std::string_view memcpy_name(MemcpyKind k) {
-  switch (k) {
-    case MemcpyKind::HostToDevice:
-      return "Memcpy HtoD";
-    case MemcpyKind::DeviceToHost:
-      return "Memcpy DtoH";
-    case MemcpyKind::DeviceToDevice:
-      return "Memcpy DtoD";
-    case MemcpyKind::HostToHost:
-      return "Memcpy HtoH";
-    case MemcpyKind::PeerToPeer:
-      return "Memcpy PtoP";
-    case MemcpyKind::Unknown:
-      break;
-  }
-  return "Memcpy";
-}
-
-std::string_view memory_name(MemoryKind k) {
-  switch (k) {
-    case MemoryKind::Pageable:
-      return "pageable";
-    case MemoryKind::Pinned:
-      return "pinned";
-    case MemoryKind::Device:
-      return "device";
-    case MemoryKind::Managed:
-      return "managed";
-    case MemoryKind::Unknown:
-      break;
-  }
-  return "unknown";
+// Nsight Systems' names for copies ("Memcpy HtoD"), so the two timelines read alike.
+std::string memcpy_name(MemcpyKind k) {
+  if (k == MemcpyKind::Unknown) return "Memcpy";
+  return "Memcpy " + std::string(memcpy_kind_name(k));
 }
 
 class Builder {
@@ -197,8 +171,8 @@ std::string format_chrome_trace(const TraceInput& in) {
       const int pid = track(m.device, m.stream);
       b.complete(memcpy_name(m.kind), "gpu_memcpy", pid, m.stream, m.start_ns, m.end_ns, gpu_origin,
                  {{"bytes", m.bytes},
-                  {"src", memory_name(m.src)},
-                  {"dst", memory_name(m.dst)},
+                  {"src", memory_kind_name(m.src)},
+                  {"dst", memory_kind_name(m.dst)},
                   {"async", m.async},
                   {"correlation", m.correlation_id}});
     }

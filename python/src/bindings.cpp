@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "amp_extension.h"
+#include "copy_record.h"
 #include "session_state.h"
 
 namespace py = pybind11;
@@ -202,23 +203,8 @@ class PyStep {
       throw;
     }
     copy.exit(py::none(), py::none(), py::none());
-    const c10::Device from = t.device();
-    // .to() returned t itself: nothing was copied ("cuda" vs "cuda:0" compare unequal, so ask
-    // the tensor rather than the devices).
-    if (out.is_same(t)) return out;
-    CopyRecord r;
-    r.direction =
-        from.is_cpu()
-            ? (device.is_cpu() ? CopyDirection::HostToHost : CopyDirection::HostToDevice)
-            : (device.is_cpu() ? CopyDirection::DeviceToHost : CopyDirection::DeviceToDevice);
-    r.bytes = static_cast<std::int64_t>(t.nbytes());
-    const at::Tensor& host = from.is_cpu() ? t : out;
-    r.pinned = host.device().is_cpu() && host.is_pinned();
-    r.non_blocking = non_blocking;
-    r.begin_ns = begin;
-    r.end_ns = end;
-    r.step = s->step_index();
-    s->add_copy(r);
+    if (auto r = detail::copy_record_of(t, out, non_blocking, begin, end, s->step_index()))
+      s->add_copy(*r);
     return out;
   }
 
