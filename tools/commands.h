@@ -3,7 +3,6 @@
 // run function returns the process exit status: 0 success, 1 "found a problem" (doctor,
 // diff thresholds), 2 bad input (a file that is not what it should be).
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 

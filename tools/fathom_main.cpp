@@ -1,14 +1,13 @@
 // The `fathom` command. Subcommands print to stdout; a problem with the input is one line on
 // stderr naming it, and exit status 2.
+#include <fathom/error.h>
+#include <fathom/version.h>
 #include <fmt/format.h>
 
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <vector>
-
-#include <fathom/error.h>
-#include <fathom/version.h>
 
 #include "commands.h"
 
@@ -29,7 +28,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(fathom::kVersion));
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, fathom::cli::Run>> commands;
-  auto add = [&](fathom::cli::Run run) { commands.emplace_back(app.get_subcommands({}).back(), std::move(run)); };
+  auto add = [&](fathom::cli::Run run) {
+    commands.emplace_back(app.get_subcommands({}).back(), std::move(run));
+  };
   add(fathom::cli::add_report_command(app));
   add(fathom::cli::add_doctor_command(app));
   add(fathom::cli::add_diff_command(app));

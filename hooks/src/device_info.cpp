@@ -1,12 +1,10 @@
 #include "device_info.h"
 
-#include <torch/cuda.h>
-
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
-
 #include <fathom/host_info.h>
+#include <torch/cuda.h>
 
 #include <cstdio>
 

@@ -67,7 +67,8 @@ void DeviceMeter::end(int slot, PhaseRecord record) noexcept {
   }
 }
 
-void DeviceMeter::drain(bool wait, const std::function<void(const PhaseRecord&)>& deliver) noexcept {
+void DeviceMeter::drain(bool wait,
+                        const std::function<void(const PhaseRecord&)>& deliver) noexcept {
   while (!pending_.empty()) {
     const int slot = pending_.front();
     Slot& s = slots_[slot];

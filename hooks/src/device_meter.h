@@ -5,13 +5,12 @@
 // training loop never waits on them except at epoch end.
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
+#include <fathom/records.h>
 
 #include <deque>
 #include <functional>
 #include <optional>
 #include <vector>
-
-#include <fathom/records.h>
 
 namespace fathom::detail {
 

@@ -56,9 +56,9 @@ void FootprintExtension::on_epoch_measured(EpochSummary& epoch, Environment& env
       if (auto bytes = optimizer_state_bytes(*optimizer_)) {
         f.optimizer_state_bytes = *bytes;
       } else {
-        environment.not_measured.push_back(
-            {"optimizer state bytes", "the optimizer's state type is not one fathom reads "
-                                      "(SGD, Adam, AdamW, RMSprop, Adagrad)"});
+        environment.not_measured.push_back({"optimizer state bytes",
+                                            "the optimizer's state type is not one fathom reads "
+                                            "(SGD, Adam, AdamW, RMSprop, Adagrad)"});
         optimizer_ = nullptr;  // say it once
       }
     }

@@ -1,11 +1,10 @@
 #include "op_ranges.h"
 
 #include <ATen/record_function.h>
+#include <fathom/nvtx.h>
 
 #include <memory>
 #include <string>
-
-#include <fathom/nvtx.h>
 
 namespace fathom::detail {
 namespace {

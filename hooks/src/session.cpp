@@ -1,25 +1,22 @@
-#include <fathom/session.h>
-
-#include <torch/cuda.h>
-#include <torch/nn/module.h>
-
 #include <c10/core/impl/DeviceGuardImplInterface.h>
-
-#include <exception>
-#include <iostream>
-
 #include <fathom/atomic_file.h>
 #include <fathom/clock.h>
 #include <fathom/error.h>
 #include <fathom/host_info.h>
+#include <fathom/session.h>
+#include <torch/cuda.h>
+#include <torch/nn/module.h>
+
+#include <exception>
+#include <iostream>
 
 #include "amp_extension.h"
 #include "checkpoint_extension.h"
+#include "copy_record.h"
 #include "cupti_extension.h"
 #include "device_info.h"
 #include "distributed_extension.h"
 #include "footprint_extension.h"
-#include "copy_record.h"
 #include "session_state.h"
 #include "telemetry_extension.h"
 
@@ -38,7 +35,8 @@ PhaseScope::PhaseScope(SessionState* state, Phase phase) noexcept : state_(state
 
 PhaseScope::~PhaseScope() {
   if (!state_) return;
-  state_->end_phase(phase_, begin_ns_, device_slot_, std::uncaught_exceptions() > exceptions_at_begin_);
+  state_->end_phase(phase_, begin_ns_, device_slot_,
+                    std::uncaught_exceptions() > exceptions_at_begin_);
 }
 
 // --- StepScope --------------------------------------------------------------------------------
@@ -180,7 +178,8 @@ void Session::watch(const torch::nn::Module& model) {
   const std::string root = short_type(model.name());
   state_->watch_module(&model, root);
   for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
-    state_->watch_module(item.value().get(), item.key() + " (" + short_type(item.value()->name()) + ")");
+    state_->watch_module(item.value().get(),
+                         item.key() + " (" + short_type(item.value()->name()) + ")");
   }
   if (auto* checkpointing = state_->extension<detail::CheckpointExtension>())
     checkpointing->watch(model);
@@ -190,7 +189,8 @@ void Session::watch(const torch::nn::Module& model) {
 
 void Session::watch(const torch::optim::Optimizer& optimizer) {
   if (!state_) return;
-  if (auto* footprint = state_->extension<detail::FootprintExtension>()) footprint->watch(optimizer);
+  if (auto* footprint = state_->extension<detail::FootprintExtension>())
+    footprint->watch(optimizer);
 }
 
 }  // namespace fathom

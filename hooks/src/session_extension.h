@@ -6,10 +6,10 @@
 //
 // Callbacks run on the training thread, in the order the extensions were added, and must not
 // throw: a failing feature degrades and says so in the report, it never stops training.
-#include <cstdint>
-
 #include <fathom/phase.h>
 #include <fathom/report.h>
+
+#include <cstdint>
 
 namespace fathom::detail {
 

@@ -1,11 +1,5 @@
 #include "session_state.h"
 
-#include <torch/version.h>
-
-#include <cstdio>
-#include <exception>
-#include <iostream>
-
 #include <fathom/advisor.h>
 #include <fathom/atomic_file.h>
 #include <fathom/clock.h>
@@ -13,6 +7,11 @@
 #include <fathom/process_memory.h>
 #include <fathom/report_writers.h>
 #include <fathom/version.h>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
 
 namespace fathom::detail {
 namespace {
@@ -42,11 +41,13 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device)
   env.started_at = utc_timestamp_iso8601();
   env.mode = std::string(mode_name(options_.mode()));
   env.nvtx = std::string(nvtx_level_name(options_.nvtx()));
-  if (options_.nvtx() >= NvtxLevel::Ops) op_ranges_ = std::make_unique<OpRanges>(options_.record_shapes());
+  if (options_.nvtx() >= NvtxLevel::Ops)
+    op_ranges_ = std::make_unique<OpRanges>(options_.record_shapes());
   epoch_name_ = nvtx::register_name("epoch");
   step_name_ = nvtx::register_name("step");
   data_gap_name_ = nvtx::register_name("data");
-  for (Phase p : kAllPhases) phase_names_[static_cast<std::size_t>(p)] = nvtx::register_name(phase_name(p));
+  for (Phase p : kAllPhases)
+    phase_names_[static_cast<std::size_t>(p)] = nvtx::register_name(phase_name(p));
 }
 
 void SessionState::set_rank(const RankInfo& rank) {
@@ -95,7 +96,8 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     }
     report_.epochs.push_back(std::move(summary));
   } catch (const std::exception& e) {
-    std::cerr << "fathom: epoch " << epoch_index_ << " could not be summarized: " << e.what() << "\n";
+    std::cerr << "fathom: epoch " << epoch_index_ << " could not be summarized: " << e.what()
+              << "\n";
   }
   epoch_.reset();
   ++epoch_index_;
@@ -163,13 +165,15 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
 }
 
 int SessionState::begin_phase(Phase p) noexcept {
-  if (phase_ranges()) nvtx::push(nvtx::Kind::Phase, phase_names_[static_cast<std::size_t>(p)],
-                                 kPhaseColors[static_cast<std::size_t>(p)]);
+  if (phase_ranges())
+    nvtx::push(nvtx::Kind::Phase, phase_names_[static_cast<std::size_t>(p)],
+               kPhaseColors[static_cast<std::size_t>(p)]);
   for (auto& e : extensions_) e->on_phase_begin(p);
   return device_.begin();
 }
 
-void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot, bool aborted) noexcept {
+void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot,
+                             bool aborted) noexcept {
   PhaseRecord r;
   r.phase = p;
   r.step = step_index_;

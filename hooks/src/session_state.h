@@ -1,18 +1,18 @@
 #pragma once
 // What a Session holds while it runs. Scopes reach it through a raw pointer that is null when
 // fathom is off, so an off scope is one branch.
+#include <fathom/epoch_accumulator.h>
+#include <fathom/nvtx.h>
+#include <fathom/options.h>
+#include <fathom/rank_info.h>
+#include <fathom/report.h>
+
 #include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <fathom/epoch_accumulator.h>
-#include <fathom/nvtx.h>
-#include <fathom/options.h>
-#include <fathom/rank_info.h>
-#include <fathom/report.h>
 
 #include "device_meter.h"
 #include "op_ranges.h"

@@ -1,11 +1,11 @@
 #pragma once
 // NVML telemetry for a session: a background sampler on the measured GPU, taken at each epoch
 // end into EpochSummary::telemetry. NVML absent, or no GPU: the report says so and nothing runs.
+#include <fathom/telemetry_sampler.h>
+
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <fathom/telemetry_sampler.h>
 
 #include "session_extension.h"
 

@@ -1,13 +1,12 @@
 #include <fathom/atomic_file.h>
 #include <fathom/error.h>
 #include <fathom/file_system.h>
-
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace fathom {
 namespace {
@@ -38,9 +37,10 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw Error(fmt::format("cannot create {}: {}; make the report folder writable or choose "
-                            "another with Options::report_dir or FATHOM_REPORT_DIR",
-                            tmp, system_reason(errno)));
+    throw Error(
+        fmt::format("cannot create {}: {}; make the report folder writable or choose "
+                    "another with Options::report_dir or FATHOM_REPORT_DIR",
+                    tmp, system_reason(errno)));
   }
   write_all(fd, content, tmp);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
@@ -58,16 +58,18 @@ void write_file_atomically(const std::string& path, const std::string& content) 
 void ensure_writable_folder(const std::string& folder) {
   if (folder.empty()) throw Error("the report folder is empty; give Options::report_dir a path");
   if (std::string why = fs::make_directories(folder); !why.empty()) {
-    throw Error(fmt::format("cannot create report folder '{}': {}; choose a writable folder with "
-                            "Options::report_dir or FATHOM_REPORT_DIR",
-                            folder, why));
+    throw Error(
+        fmt::format("cannot create report folder '{}': {}; choose a writable folder with "
+                    "Options::report_dir or FATHOM_REPORT_DIR",
+                    folder, why));
   }
   std::string probe = fmt::format("{}/.fathom-probe.{}", folder, ::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw Error(fmt::format("report folder '{}' is not writable: {}; choose a writable folder "
-                            "with Options::report_dir or FATHOM_REPORT_DIR",
-                            folder, system_reason(errno)));
+    throw Error(
+        fmt::format("report folder '{}' is not writable: {}; choose a writable folder "
+                    "with Options::report_dir or FATHOM_REPORT_DIR",
+                    folder, system_reason(errno)));
   }
   ::close(fd);
   ::unlink(probe.c_str());

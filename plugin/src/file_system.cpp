@@ -1,11 +1,11 @@
 #include <fathom/file_system.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <ftw.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace fathom::fs {
 

@@ -1,10 +1,9 @@
 #include <fathom/host_info.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <ctime>
 #include <fstream>
-#include <unistd.h>
 
 namespace fathom {
 

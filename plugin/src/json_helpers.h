@@ -5,7 +5,6 @@
 #include <fathom/report.h>
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 

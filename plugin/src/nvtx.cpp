@@ -1,5 +1,4 @@
 #include <fathom/nvtx.h>
-
 #include <nvtx3/nvToolsExt.h>
 
 #include <string>
@@ -7,13 +6,15 @@
 namespace fathom::nvtx {
 namespace {
 
-constexpr Kind kKinds[] = {Kind::Epoch, Kind::Step, Kind::Phase, Kind::Module, Kind::Op, Kind::Finding};
+constexpr Kind kKinds[] = {Kind::Epoch,  Kind::Step, Kind::Phase,
+                           Kind::Module, Kind::Op,   Kind::Finding};
 
 // Created on first use and never destroyed: ranges can still end during static destruction.
 nvtxDomainHandle_t domain() noexcept {
   static nvtxDomainHandle_t d = [] {
     nvtxDomainHandle_t h = nvtxDomainCreateA(kDomainName);
-    for (Kind k : kKinds) nvtxDomainNameCategoryA(h, static_cast<uint32_t>(k), std::string(kind_name(k)).c_str());
+    for (Kind k : kKinds)
+      nvtxDomainNameCategoryA(h, static_cast<uint32_t>(k), std::string(kind_name(k)).c_str());
     return h;
   }();
   return d;
@@ -47,24 +48,36 @@ nvtxEventAttributes_t attributes(Kind kind, const char* message, std::uint32_t a
 
 std::string_view kind_name(Kind k) noexcept {
   switch (k) {
-    case Kind::Epoch: return "epoch";
-    case Kind::Step: return "step";
-    case Kind::Phase: return "phase";
-    case Kind::Module: return "module";
-    case Kind::Op: return "op";
-    case Kind::Finding: return "finding";
+    case Kind::Epoch:
+      return "epoch";
+    case Kind::Step:
+      return "step";
+    case Kind::Phase:
+      return "phase";
+    case Kind::Module:
+      return "module";
+    case Kind::Op:
+      return "op";
+    case Kind::Finding:
+      return "finding";
   }
   return "?";
 }
 
 std::uint32_t kind_color(Kind k) noexcept {
   switch (k) {
-    case Kind::Epoch: return 0xFF6A3D9A;    // purple
-    case Kind::Step: return 0xFF1F78B4;     // blue
-    case Kind::Phase: return 0xFF33A02C;    // green
-    case Kind::Module: return 0xFFFF7F00;   // orange
-    case Kind::Op: return 0xFFA6CEE3;       // light blue
-    case Kind::Finding: return 0xFFE31A1C;  // red
+    case Kind::Epoch:
+      return 0xFF6A3D9A;  // purple
+    case Kind::Step:
+      return 0xFF1F78B4;  // blue
+    case Kind::Phase:
+      return 0xFF33A02C;  // green
+    case Kind::Module:
+      return 0xFFFF7F00;  // orange
+    case Kind::Op:
+      return 0xFFA6CEE3;  // light blue
+    case Kind::Finding:
+      return 0xFFE31A1C;  // red
   }
   return 0xFF888888;
 }

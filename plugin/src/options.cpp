@@ -1,6 +1,5 @@
 #include <fathom/error.h>
 #include <fathom/options.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -92,8 +91,9 @@ void check_unknown_variables() {
       continue;
     for (auto k : kKnownVariables) {
       if (edit_distance(name, k) <= 2)
-        throw Error(fmt::format("unknown environment variable {}: did you mean {}? (fathom reads: {})",
-                                name, k, known));
+        throw Error(
+            fmt::format("unknown environment variable {}: did you mean {}? (fathom reads: {})",
+                        name, k, known));
     }
     std::fprintf(stderr, "fathom: ignoring %.*s, not a variable fathom reads (%s)\n",
                  static_cast<int>(name.size()), name.data(), known.c_str());
@@ -111,7 +111,8 @@ Options Options::with_env() const {
   if (const char* v = get("FATHOM_MODE")) o.mode_ = parse_choice("FATHOM_MODE", v, kModes);
   if (const char* v = get("FATHOM_NVTX")) o.nvtx_ = parse_choice("FATHOM_NVTX", v, kNvtxLevels);
   if (const char* v = get("FATHOM_CUPTI")) o.cupti_ = parse_choice("FATHOM_CUPTI", v, kSwitches);
-  if (const char* v = get("FATHOM_PRINT")) o.print_report_ = parse_choice("FATHOM_PRINT", v, kSwitches);
+  if (const char* v = get("FATHOM_PRINT"))
+    o.print_report_ = parse_choice("FATHOM_PRINT", v, kSwitches);
   if (const char* v = get("FATHOM_CHECKPOINT_BUDGET"))
     o.checkpoint_budget_ = parse_memory_budget(v, "FATHOM_CHECKPOINT_BUDGET");
   if (const char* v = get("FATHOM_RECORD_SHAPES"))

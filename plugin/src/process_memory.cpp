@@ -1,9 +1,9 @@
 #include <fathom/process_memory.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace fathom {
 namespace {

@@ -3,8 +3,8 @@
 #include <fathom/error.h>
 #include <fathom/hardware_fit.h>
 #include <fathom/report_writers.h>
-
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "gpu_summary_json.h"
@@ -15,10 +15,10 @@
 namespace fathom {
 namespace {
 
-using nlohmann::json;
 using detail::finding_json;
 using detail::optional_from;
 using detail::optional_json;
+using nlohmann::json;
 
 json memory_json(const std::optional<DeviceMemoryPeak>& m) {
   if (!m) return nullptr;
@@ -60,7 +60,8 @@ json environment_json(const Environment& e) {
 json telemetry_json(const std::optional<DeviceTelemetry>& t) {
   if (!t) return nullptr;
   json throttle = json::array();
-  for (const ThrottleShare& s : t->throttle) throttle.push_back({{"reason", s.reason}, {"share", s.share}});
+  for (const ThrottleShare& s : t->throttle)
+    throttle.push_back({{"reason", s.reason}, {"share", s.share}});
   json series = json::array();
   for (const TelemetryPoint& p : t->series) {
     series.push_back({{"t_s", p.t_s},
@@ -136,13 +137,11 @@ std::optional<DeviceTelemetry> telemetry_from(const json& parent) {
   t.pcie_rx_bytes_per_s_max = optional_from<double>(j, "pcie_rx_bytes_per_s_max");
   t.nvlinks_active = optional_from<int>(j, "nvlinks_active");
   for (const json& p : j.at("series")) {
-    t.series.push_back(TelemetryPoint{p.at("t_s").get<double>(),
-                                      optional_from<double>(p, "gpu_utilization_pct"),
-                                      optional_from<double>(p, "memory_used_bytes"),
-                                      optional_from<double>(p, "power_w"),
-                                      optional_from<double>(p, "sm_clock_mhz"),
-                                      optional_from<double>(p, "pcie_tx_bytes_per_s"),
-                                      optional_from<double>(p, "pcie_rx_bytes_per_s")});
+    t.series.push_back(TelemetryPoint{
+        p.at("t_s").get<double>(), optional_from<double>(p, "gpu_utilization_pct"),
+        optional_from<double>(p, "memory_used_bytes"), optional_from<double>(p, "power_w"),
+        optional_from<double>(p, "sm_clock_mhz"), optional_from<double>(p, "pcie_tx_bytes_per_s"),
+        optional_from<double>(p, "pcie_rx_bytes_per_s")});
   }
   for (const json& u : j.at("not_measured"))
     t.not_measured.push_back({u.at("what").get<std::string>(), u.at("why").get<std::string>()});
@@ -180,21 +179,23 @@ std::optional<MemoryFootprint> footprint_from(const json& parent) {
 // Derived from the footprint (and memory peaks) on every write; readers may ignore it.
 json hardware_fit_json(const EpochSummary& e) {
   if (!e.footprint) return nullptr;
-  const HardwareFit fit = hardware_fit(*e.footprint, e.device_memory,
-                                       e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  const HardwareFit fit =
+      hardware_fit(*e.footprint, e.device_memory,
+                   e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
   json variants = json::array();
   for (const FitVariant& v : fit.variants) {
     json cards = json::object();
     for (std::size_t i = 0; i < v.cards.size(); ++i)
       cards[std::string(kFitCards[i].label)] = std::string(fit_name(v.cards[i]));
-    variants.push_back({{"mixed_precision", v.mixed_precision},
-                        {"checkpointing", v.checkpointing},
-                        {"as_run", v.as_run},
-                        {"need_bytes", optional_json(v.need_bytes)},
-                        {"activation_bytes", v.need_bytes ? json(v.activation_bytes) : json(nullptr)},
-                        {"cast_cache_bytes", v.need_bytes ? json(v.cast_cache_bytes) : json(nullptr)},
-                        {"cards", v.need_bytes ? cards : json(nullptr)},
-                        {"why_not_estimated", v.why}});
+    variants.push_back(
+        {{"mixed_precision", v.mixed_precision},
+         {"checkpointing", v.checkpointing},
+         {"as_run", v.as_run},
+         {"need_bytes", optional_json(v.need_bytes)},
+         {"activation_bytes", v.need_bytes ? json(v.activation_bytes) : json(nullptr)},
+         {"cast_cache_bytes", v.need_bytes ? json(v.cast_cache_bytes) : json(nullptr)},
+         {"cards", v.need_bytes ? cards : json(nullptr)},
+         {"why_not_estimated", v.why}});
   }
   json capacities = json::object();
   for (const CardSize& c : kFitCards) capacities[std::string(c.label)] = c.capacity_bytes;
@@ -292,11 +293,10 @@ EpochSummary epoch_from(const json& j) {
     s.rss_bytes_max = optional_from<std::int64_t>(pj, "rss_bytes_max");
   }
   for (const json& c : j.at("copies")) {
-    e.copies.push_back(CopySummary{direction_from(c.at("direction").get<std::string>()),
-                                   c.at("pinned").get<bool>(), c.at("non_blocking").get<bool>(),
-                                   c.at("count").get<std::int64_t>(),
-                                   c.at("bytes").get<std::int64_t>(),
-                                   c.at("wall_ms_total").get<double>()});
+    e.copies.push_back(CopySummary{
+        direction_from(c.at("direction").get<std::string>()), c.at("pinned").get<bool>(),
+        c.at("non_blocking").get<bool>(), c.at("count").get<std::int64_t>(),
+        c.at("bytes").get<std::int64_t>(), c.at("wall_ms_total").get<double>()});
   }
   e.device_memory = memory_from(j, "device_memory");
   e.peak_rss_bytes = optional_from<std::int64_t>(j, "peak_rss_bytes");
@@ -304,7 +304,8 @@ EpochSummary epoch_from(const json& j) {
   e.footprint = footprint_from(j);
   e.mixed_precision = detail::mixed_precision_from(j);
   e.modules = detail::module_report_from(j);
-  if (auto g = j.find("gpu"); g != j.end() && !g->is_null()) e.gpu = detail::gpu_summary_from_json(*g);
+  if (auto g = j.find("gpu"); g != j.end() && !g->is_null())
+    e.gpu = detail::gpu_summary_from_json(*g);
   for (const json& fj : j.at("findings")) {
     Finding f;
     f.id = fj.at("id").get<std::string>();
@@ -343,7 +344,8 @@ RunReport parse_json_report(const std::string& text, const std::string& source_n
     throw Error(fmt::format("{} is not valid JSON (truncated or corrupted?)", source_name));
   }
   if (!j.is_object() || j.value("schema", "") != "fathom.report") {
-    throw Error(fmt::format("{} is not a fathom report (no \"schema\": \"fathom.report\")", source_name));
+    throw Error(
+        fmt::format("{} is not a fathom report (no \"schema\": \"fathom.report\")", source_name));
   }
   const int version = j.value("schema_version", -1);
   if (version != kReportSchemaVersion) {

@@ -1,15 +1,14 @@
 #include <fathom/hardware_fit.h>
 #include <fathom/report_writers.h>
-
 #include <fmt/format.h>
-
-#include "mixed_precision_report.h"
-#include "module_report_writers.h"
 
 #include <algorithm>
 #include <iterator>
 #include <optional>
 #include <string_view>
+
+#include "mixed_precision_report.h"
+#include "module_report_writers.h"
 
 namespace fathom {
 namespace {
@@ -25,24 +24,30 @@ constexpr const char* kDash = "-";
 
 void phase_table(std::string& out, const EpochSummary& e) {
   const double step_ms = e.step_ms_mean();
-  fmt::format_to(std::back_inserter(out), "  {:<10} {:>6} {:>10} {:>7} {:>10} {:>11} {:>11} {:>10}\n",
-                 "phase", "count", "ms/step", "share", "device ms", "peak alloc", "peak resv",
-                 "rss max");
+  fmt::format_to(std::back_inserter(out),
+                 "  {:<10} {:>6} {:>10} {:>7} {:>10} {:>11} {:>11} {:>10}\n", "phase", "count",
+                 "ms/step", "share", "device ms", "peak alloc", "peak resv", "rss max");
   bool any_inferred = false;
   for (const PhaseSummary& p : e.phases) {
     if (p.count == 0) continue;
     any_inferred = any_inferred || p.inferred;
     const double per_step = e.steps ? p.wall_ms_total / e.steps : 0.0;
-    const std::string share = step_ms > 0 ? fmt::format("{:.1f}%", 100.0 * per_step / step_ms) : kDash;
+    const std::string share =
+        step_ms > 0 ? fmt::format("{:.1f}%", 100.0 * per_step / step_ms) : kDash;
     const std::string device =
-        p.device_ms_total ? fmt::format("{:.2f}", *p.device_ms_total / std::max<std::int64_t>(e.steps, 1)) : kDash;
-    const std::string alloc = p.device_memory ? bytes_text(p.device_memory->peak_allocated_bytes) : kDash;
-    const std::string resv = p.device_memory ? bytes_text(p.device_memory->peak_reserved_bytes) : kDash;
+        p.device_ms_total
+            ? fmt::format("{:.2f}", *p.device_ms_total / std::max<std::int64_t>(e.steps, 1))
+            : kDash;
+    const std::string alloc =
+        p.device_memory ? bytes_text(p.device_memory->peak_allocated_bytes) : kDash;
+    const std::string resv =
+        p.device_memory ? bytes_text(p.device_memory->peak_reserved_bytes) : kDash;
     const std::string rss = p.rss_bytes_max ? bytes_text(*p.rss_bytes_max) : kDash;
     std::string name = std::string(phase_name(p.phase)) + (p.inferred ? "*" : "");
     if (p.aborted) name += fmt::format(" ({} aborted)", p.aborted);
-    fmt::format_to(std::back_inserter(out), "  {:<10} {:>6} {:>10.2f} {:>7} {:>10} {:>11} {:>11} {:>10}\n",
-                   name, p.count, per_step, share, device, alloc, resv, rss);
+    fmt::format_to(std::back_inserter(out),
+                   "  {:<10} {:>6} {:>10.2f} {:>7} {:>10} {:>11} {:>11} {:>10}\n", name, p.count,
+                   per_step, share, device, alloc, resv, rss);
   }
   if (any_inferred)
     out += "  * data: the time between one step's end and the next step's start (the loader)\n";
@@ -55,7 +60,8 @@ void copy_table(std::string& out, const EpochSummary& e) {
   for (const CopySummary& c : e.copies) {
     fmt::format_to(std::back_inserter(out), "  {:<16} {:>6} {:>11} {:>8} {:>6} {:>9.2f}\n",
                    copy_direction_name(c.direction), c.count, bytes_text(c.bytes),
-                   c.pinned ? "pinned" : "pageable", c.non_blocking ? "yes" : "no", c.wall_ms_total);
+                   c.pinned ? "pinned" : "pageable", c.non_blocking ? "yes" : "no",
+                   c.wall_ms_total);
   }
 }
 
@@ -105,10 +111,12 @@ void telemetry_section(std::string& out, const EpochSummary& e) {
                               opt_text(t.gpu_utilization_pct_mean, "{:.1f} %"),
                               opt_text(t.gpu_utilization_pct_max, "{:.0f} %")));
   if (t.memory_used_bytes_max)
-    row("memory used", fmt::format("{} peak of {}", bytes_text(*t.memory_used_bytes_max),
-                                   t.memory_total_bytes ? bytes_text(*t.memory_total_bytes) : kDash));
-  row("power", fmt::format("{} mean, {} max, limit {}", opt_text(t.power_w_mean, "{:.0f} W"),
-                           opt_text(t.power_w_max, "{:.0f} W"), opt_text(t.power_limit_w, "{:.0f} W")));
+    row("memory used",
+        fmt::format("{} peak of {}", bytes_text(*t.memory_used_bytes_max),
+                    t.memory_total_bytes ? bytes_text(*t.memory_total_bytes) : kDash));
+  row("power",
+      fmt::format("{} mean, {} max, limit {}", opt_text(t.power_w_mean, "{:.0f} W"),
+                  opt_text(t.power_w_max, "{:.0f} W"), opt_text(t.power_limit_w, "{:.0f} W")));
   row("energy", t.energy_j ? fmt::format("{:.1f} kJ", *t.energy_j / 1000.0) : std::string(kDash));
   row("SM clock", fmt::format("{} mean of {} max", opt_text(t.sm_clock_mhz_mean, "{:.0f} MHz"),
                               opt_text(t.sm_clock_mhz_max, "{:.0f} MHz")));
@@ -118,7 +126,8 @@ void telemetry_section(std::string& out, const EpochSummary& e) {
   row("clock reasons", throttle.empty() ? "none" : throttle + " of samples");
   const PcieLinkState& l = t.pcie;
   auto link = [](const std::optional<int>& g, const std::optional<int>& w) {
-    return fmt::format("gen {} x{}", g ? std::to_string(*g) : kDash, w ? std::to_string(*w) : kDash);
+    return fmt::format("gen {} x{}", g ? std::to_string(*g) : kDash,
+                       w ? std::to_string(*w) : kDash);
   };
   row("PCIe link", fmt::format("{} {}(supports {})", link(l.gen, l.width),
                                l.under_load ? "under load " : "", link(l.max_gen, l.max_width)));
@@ -137,13 +146,14 @@ void telemetry_section(std::string& out, const EpochSummary& e) {
 void hardware_fit_section(std::string& out, const EpochSummary& e) {
   if (!e.footprint) return;
   const MemoryFootprint& m = *e.footprint;
-  const HardwareFit fit = hardware_fit(m, e.device_memory,
-                                       e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  const HardwareFit fit = hardware_fit(
+      m, e.device_memory, e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
   section(out, "hardware fit");
-  fmt::format_to(std::back_inserter(out),
-                 "  measured: parameters {} ({}), gradients {}, optimizer state {}, activations {}\n",
-                 bytes_text(m.parameter_bytes), m.parameter_count, bytes_text(m.gradient_bytes),
-                 bytes_text(m.optimizer_state_bytes), bytes_text(m.activation_bytes));
+  fmt::format_to(
+      std::back_inserter(out),
+      "  measured: parameters {} ({}), gradients {}, optimizer state {}, activations {}\n",
+      bytes_text(m.parameter_bytes), m.parameter_count, bytes_text(m.gradient_bytes),
+      bytes_text(m.optimizer_state_bytes), bytes_text(m.activation_bytes));
   fmt::format_to(std::back_inserter(out), "  overhead {} ({}), allocator fragmentation x{:.2f}\n",
                  bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
                  fit.fragmentation);
@@ -161,7 +171,9 @@ void hardware_fit_section(std::string& out, const EpochSummary& e) {
     fmt::format_to(std::back_inserter(out), "  {:<34} {:>10}", name, bytes_text(*v.need_bytes));
     for (Fit f : v.cards)
       fmt::format_to(std::back_inserter(out), " {:>7}",
-                     f == Fit::Fits ? "yes" : f == Fit::Tight ? "tight" : "no");
+                     f == Fit::Fits    ? "yes"
+                     : f == Fit::Tight ? "tight"
+                                       : "no");
     out += "\n";
   }
 }
@@ -203,8 +215,8 @@ void findings(std::string& out, const EpochSummary& e) {
   if (e.findings.empty()) return;
   section(out, fmt::format("findings ({})", e.findings.size()));
   for (const Finding& f : e.findings) {
-    fmt::format_to(std::back_inserter(out), "  [{}] {}{}  ({})\n", severity_name(f.severity), f.title,
-                   f.applied ? " (applied by fathom)" : "", f.id);
+    fmt::format_to(std::back_inserter(out), "  [{}] {}{}  ({})\n", severity_name(f.severity),
+                   f.title, f.applied ? " (applied by fathom)" : "", f.id);
     std::size_t width = 0;
     for (const Evidence& ev : f.evidence) width = std::max(width, ev.name.size());
     for (const Evidence& ev : f.evidence)
@@ -234,7 +246,8 @@ std::string format_terminal_report(const RunReport& report, int epoch) {
                  "  steps {} ({} failed) | samples {} | wall {:.2f} s | {:.1f} samples/s | step "
                  "{:.2f} ms mean, {:.2f} ms max{}\n",
                  e.steps, e.failed_steps, e.samples, e.wall_ms / 1000.0, e.samples_per_second(),
-                 e.step_ms_mean(), e.step_ms_max, e.ended_by_exception ? " | ENDED BY EXCEPTION" : "");
+                 e.step_ms_mean(), e.step_ms_max,
+                 e.ended_by_exception ? " | ENDED BY EXCEPTION" : "");
   top_findings(out, e);
   section(out, "step time by phase");
   phase_table(out, e);

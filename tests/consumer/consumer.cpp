@@ -1,13 +1,13 @@
 // Built against an installed fathom: proves the package config, headers and targets work.
-#include <torch/torch.h>
-
 #include <fathom/fathom.h>
+#include <torch/torch.h>
 
 #include <iostream>
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
-  fathom::Session session(fathom::Options().report_dir(argv[1]).run_name("consumer").print_report(false));
+  fathom::Session session(
+      fathom::Options().report_dir(argv[1]).run_name("consumer").print_report(false));
   auto model = torch::nn::Sequential(torch::nn::Linear(4, 2));
   session.watch(*model);
   {

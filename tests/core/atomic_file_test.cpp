@@ -1,12 +1,11 @@
 #include <fathom/atomic_file.h>
 #include <fathom/error.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace fathom {
 namespace {

@@ -1,5 +1,4 @@
 #include <fathom/epoch_accumulator.h>
-
 #include <gtest/gtest.h>
 
 namespace fathom {

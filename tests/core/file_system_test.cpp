@@ -1,9 +1,8 @@
 #include <fathom/file_system.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
-#include <unistd.h>
 
 namespace fathom {
 namespace {

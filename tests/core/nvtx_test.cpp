@@ -1,6 +1,5 @@
 // Runs with the recorder attached (NVTX_INJECTION64_PATH, set by CTest).
 #include <fathom/nvtx.h>
-
 #include <gtest/gtest.h>
 
 #include <thread>

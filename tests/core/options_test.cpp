@@ -1,6 +1,5 @@
 #include <fathom/error.h>
 #include <fathom/options.h>
-
 #include <gtest/gtest.h>
 
 #include "scoped_env.h"
@@ -11,7 +10,12 @@ namespace {
 using test::ScopedEnv;
 
 TEST(Options, BuilderChainsAndKeepsValues) {
-  Options o = Options().mode(Mode::Auto).report_dir("r").nvtx(NvtxLevel::Ops).record_shapes(true).cupti(false);
+  Options o = Options()
+                  .mode(Mode::Auto)
+                  .report_dir("r")
+                  .nvtx(NvtxLevel::Ops)
+                  .record_shapes(true)
+                  .cupti(false);
   EXPECT_EQ(o.mode(), Mode::Auto);
   EXPECT_EQ(o.report_dir(), "r");
   EXPECT_EQ(o.nvtx(), NvtxLevel::Ops);

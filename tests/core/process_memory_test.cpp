@@ -1,5 +1,4 @@
 #include <fathom/process_memory.h>
-
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,6 +1,5 @@
 #include <fathom/error.h>
 #include <fathom/report_writers.h>
-
 #include <gtest/gtest.h>
 
 #include "sample_report.h"
@@ -23,9 +22,9 @@ TEST(ReportJson, RoundTripsEveryField) {
 
 TEST(ReportJson, DocumentedTopLevelFields) {
   const std::string text = format_json_report(test::sample_report());
-  for (const char* key : {"\"schema\": \"fathom.report\"", "\"schema_version\": 1", "\"environment\"",
-                          "\"not_measured\"", "\"epochs\"", "\"phases\"", "\"samples_per_second\"",
-                          "\"findings\""}) {
+  for (const char* key :
+       {"\"schema\": \"fathom.report\"", "\"schema_version\": 1", "\"environment\"",
+        "\"not_measured\"", "\"epochs\"", "\"phases\"", "\"samples_per_second\"", "\"findings\""}) {
     EXPECT_NE(text.find(key), std::string::npos) << key;
   }
 }
@@ -42,7 +41,8 @@ TEST(ReportJson, TruncatedFileIsAClearError) {
     (void)parse_json_report(text, "run.json");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("run.json is not valid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("run.json is not valid JSON"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -104,7 +104,8 @@ TEST(ReportJson, TelemetryFootprintAndHardwareFitRoundTrip) {
 
 TEST(ReportJson, ReportsWithoutTelemetryOrFootprintStillRead) {
   std::string text = format_json_report(test::sample_report());
-  for (const char* key : {"  \"telemetry\": null,\n", "  \"footprint\": null,\n", "  \"hardware_fit\": null,\n"}) {
+  for (const char* key :
+       {"  \"telemetry\": null,\n", "  \"footprint\": null,\n", "  \"hardware_fit\": null,\n"}) {
     const auto at = text.find(key);
     ASSERT_NE(at, std::string::npos) << key;
     text.erase(text.rfind('\n', at) + 1, text.find('\n', at) - text.rfind('\n', at));

@@ -1,5 +1,4 @@
 #include <fathom/report_writers.h>
-
 #include <gtest/gtest.h>
 
 #include "sample_report.h"
@@ -7,7 +6,9 @@
 namespace fathom {
 namespace {
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(ReportTerminal, ShowsThroughputPhasesCopiesAndFindings) {
   const std::string t = format_terminal_report(test::sample_report());
@@ -28,7 +29,8 @@ TEST(ReportTerminal, ShowsThroughputPhasesCopiesAndFindings) {
 
 TEST(ReportTerminal, SaysWhatWasNotMeasured) {
   const std::string t = format_terminal_report(test::sample_report());
-  EXPECT_TRUE(has(t, "not measured: GPU kernels (CUPTI): CUPTI busy: another profiler holds it")) << t;
+  EXPECT_TRUE(has(t, "not measured: GPU kernels (CUPTI): CUPTI busy: another profiler holds it"))
+      << t;
 }
 
 TEST(ReportTerminal, PhasesNeverRunAreLeftOut) {

@@ -1,5 +1,4 @@
 #include <fathom/fathom.h>
-
 #include <gtest/gtest.h>
 
 #include <string>
@@ -16,13 +15,19 @@ using test::SessionTest;
 class Recording : public detail::SessionExtension {
  public:
   explicit Recording(std::vector<std::string>* log) : log_(log) {}
-  void on_epoch_begin(std::int64_t e) noexcept override { log_->push_back("epoch " + std::to_string(e)); }
-  void on_step_begin(std::int64_t s) noexcept override { log_->push_back("step " + std::to_string(s)); }
+  void on_epoch_begin(std::int64_t e) noexcept override {
+    log_->push_back("epoch " + std::to_string(e));
+  }
+  void on_step_begin(std::int64_t s) noexcept override {
+    log_->push_back("step " + std::to_string(s));
+  }
   void on_phase_begin(Phase p) noexcept override { log_->push_back(std::string(phase_name(p))); }
   void on_phase_end(Phase p, bool aborted) noexcept override {
     log_->push_back("/" + std::string(phase_name(p)) + (aborted ? "!" : ""));
   }
-  void on_step_end(std::int64_t, bool failed) noexcept override { log_->push_back(failed ? "/step!" : "/step"); }
+  void on_step_end(std::int64_t, bool failed) noexcept override {
+    log_->push_back(failed ? "/step!" : "/step");
+  }
   void on_epoch_measured(EpochSummary& e, Environment&) noexcept override {
     // Measurements come before the advisor: no finding exists yet.
     log_->push_back(e.findings.empty() ? "measured" : "measured after findings?");
@@ -50,7 +55,7 @@ TEST_F(SessionTest, ExtensionsSeeTheLifecycleAndAddToTheReport) {
   } catch (const std::runtime_error&) {
   }
   EXPECT_EQ(log, (std::vector<std::string>{"epoch 0", "step 0", "forward", "/forward", "backward",
-                                            "/backward!", "/step!", "measured", "/epoch"}));
+                                           "/backward!", "/step!", "measured", "/epoch"}));
   ASSERT_EQ(session.report().epochs.size(), 1u);
   EXPECT_EQ(session.report().epochs[0].findings.back().id, "test.extension");
   EXPECT_EQ(session.report().environment.not_measured.back().why, "extension");

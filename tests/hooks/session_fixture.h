@@ -1,12 +1,11 @@
 #pragma once
 // A temporary report folder and a tiny model for the session tests.
-#include <torch/torch.h>
-
 #include <fathom/file_system.h>
-#include <string>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
+#include <string>
 
 namespace fathom::test {
 
@@ -23,7 +22,8 @@ class SessionTest : public ::testing::Test {
   const std::string& dir() const { return dir_; }
 
   static torch::nn::Sequential tiny_model() {
-    return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+    return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(),
+                                 torch::nn::Linear(16, 4));
   }
 
  private:

@@ -1,6 +1,5 @@
 // Ranges as Nsight Systems would see them, recorded by the test NVTX tool (NVTX_INJECTION64_PATH).
 #include <fathom/fathom.h>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -68,7 +67,8 @@ TEST_F(SessionNvtxTest, EpochStepPhaseNestingAndModuleRanges) {
   ASSERT_EQ(fwd->ancestors.size(), 2u);
   EXPECT_EQ(fwd->ancestors[0], "epoch 0");
   EXPECT_EQ(fwd->ancestors[1], "step 0");
-  for (const char* name : {"backward", "optimizer"}) EXPECT_NE(find_range(t, name), nullptr) << name;
+  for (const char* name : {"backward", "optimizer"})
+    EXPECT_NE(find_range(t, name), nullptr) << name;
   // Module ranges carry the watched names and sit inside forward.
   const NvtxRange* linear = find_range(t, "0 (Linear)");
   ASSERT_NE(linear, nullptr);
@@ -77,9 +77,10 @@ TEST_F(SessionNvtxTest, EpochStepPhaseNestingAndModuleRanges) {
   EXPECT_NE(find_range(t, "1 (ReLU)"), nullptr);
   EXPECT_NE(find_range(t, "2 (Linear)"), nullptr);
   // The loader's time between steps is a process range (it spans two steps' scopes).
-  EXPECT_EQ(std::count_if(t.ranges.begin(), t.ranges.end(),
-                          [](const NvtxRange& r) { return r.message == "data" && r.process_range; }),
-            3);
+  EXPECT_EQ(
+      std::count_if(t.ranges.begin(), t.ranges.end(),
+                    [](const NvtxRange& r) { return r.message == "data" && r.process_range; }),
+      3);
 }
 
 TEST_F(SessionNvtxTest, ExceptionInForwardStillBalancesEveryRange) {
@@ -117,7 +118,8 @@ TEST_F(SessionNvtxTest, PhasesLevelHasNoModuleRanges) {
 }
 
 TEST_F(SessionNvtxTest, OpRangesWithSequenceNumbersAndShapes) {
-  Session session(Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops).record_shapes(true));
+  Session session(
+      Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops).record_shapes(true));
   auto model = tiny_model();
   {
     auto e = session.epoch();
@@ -147,9 +149,7 @@ TEST_F(SessionNvtxTest, OpRangesWithSequenceNumbersAndShapes) {
 }
 
 TEST_F(SessionNvtxTest, OpRangesStopWhenTheSessionEnds) {
-  {
-    Session session(Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops));
-  }
+  { Session session(Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops)); }
   test::clear_recorded_events();
   (void)torch::mm(torch::randn({2, 2}), torch::randn({2, 2}));
   EXPECT_TRUE(tree().ranges.empty());

@@ -1,11 +1,10 @@
 #include <fathom/fathom.h>
-
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "scoped_env.h"
 #include "session_fixture.h"
@@ -182,7 +181,8 @@ TEST_F(SessionTest, SuggestModeRunsTheAdvisorObserveDoesNot) {
   // A slow "loader" between steps: the data rule must fire in Suggest mode, and Observe mode
   // lists no findings.
   {
-    Session session(Options().report_dir(dir()).run_name("s").mode(Mode::Suggest).print_report(false));
+    Session session(
+        Options().report_dir(dir()).run_name("s").mode(Mode::Suggest).print_report(false));
     {
       auto e = session.epoch();
       for (int i = 0; i < 3; ++i) {
@@ -196,7 +196,8 @@ TEST_F(SessionTest, SuggestModeRunsTheAdvisorObserveDoesNot) {
     EXPECT_EQ(fs[0].id, "data.loader_bound");
   }
   {
-    Session session(Options().report_dir(dir()).run_name("o").mode(Mode::Observe).print_report(false));
+    Session session(
+        Options().report_dir(dir()).run_name("o").mode(Mode::Observe).print_report(false));
     {
       auto e = session.epoch();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,8 +1,6 @@
 #include <fathom/fathom.h>
-
-#include <torch/cuda.h>
-
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include "session_fixture.h"
 

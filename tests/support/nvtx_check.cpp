@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, int> counts;
   for (const auto& r : tree.ranges) {
-    std::string kind = starts_with(r.message, "epoch") ? "epoch"
+    std::string kind = starts_with(r.message, "epoch")  ? "epoch"
                        : starts_with(r.message, "step") ? "step"
                                                         : r.message;
     ++counts[kind];
@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
       ++bad;
     }
   }
-  std::printf("nvtx_check: %zu events, %zu ranges in domain fathom:", events.size(), tree.ranges.size());
+  std::printf("nvtx_check: %zu events, %zu ranges in domain fathom:", events.size(),
+              tree.ranges.size());
   for (const auto& [k, n] : counts)
     if (n > 0) std::printf(" %s=%d", k.c_str(), n);
   std::printf("\nnvtx_check: %s\n", bad ? "FAILED" : "balanced, epoch > step > phase");

@@ -1,13 +1,13 @@
 #include "nvtx_recorder.h"
 
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <string>
-#include <pthread.h>
 
 namespace {
 
@@ -43,16 +43,20 @@ Domain* as_domain(nvtxDomainHandle_t d) { return reinterpret_cast<Domain*>(d); }
 std::string message_of(const nvtxEventAttributes_t* a) {
   if (!a) return "";
   switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return a->message.ascii ? a->message.ascii : "";
     case NVTX_MESSAGE_TYPE_REGISTERED:
-      return a->message.registered ? *reinterpret_cast<const std::string*>(a->message.registered) : "";
-    default: return "<unsupported message type>";
+      return a->message.registered ? *reinterpret_cast<const std::string*>(a->message.registered)
+                                   : "";
+    default:
+      return "<unsupported message type>";
   }
 }
 
 std::uint64_t this_thread() { return static_cast<std::uint64_t>(pthread_self()); }
 
-std::uint64_t record(char kind, nvtxDomainHandle_t d, const nvtxEventAttributes_t* a, std::uint64_t id = 0) {
+std::uint64_t record(char kind, nvtxDomainHandle_t d, const nvtxEventAttributes_t* a,
+                     std::uint64_t id = 0) {
   Recorder& r = recorder();
   std::lock_guard<std::mutex> lock(r.mu);
   if (kind == 'S') id = r.next_id++;
@@ -75,9 +79,17 @@ nvtxStringHandle_t register_string(nvtxDomainHandle_t, const char* s) {
   r.strings.emplace_back(s ? s : "");
   return reinterpret_cast<nvtxStringHandle_t>(&r.strings.back());
 }
-int push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { record('P', d, a); return 0; }
-int pop(nvtxDomainHandle_t d) { record('p', d, nullptr); return 0; }
-nvtxRangeId_t start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return record('S', d, a); }
+int push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  record('P', d, a);
+  return 0;
+}
+int pop(nvtxDomainHandle_t d) {
+  record('p', d, nullptr);
+  return 0;
+}
+nvtxRangeId_t start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return record('S', d, a);
+}
 void end(nvtxDomainHandle_t d, nvtxRangeId_t id) { record('E', d, nullptr, id); }
 void mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { record('M', d, a); }
 
@@ -89,9 +101,9 @@ void dump_at_exit() {
   Recorder& r = recorder();
   std::lock_guard<std::mutex> lock(r.mu);
   for (const Event& e : r.events) {
-    std::fprintf(f, "%c\t%llu\t%s\t%u\t%llu\t%s\n", e.kind, static_cast<unsigned long long>(e.thread),
-                 e.domain ? e.domain->name.c_str() : "", e.category,
-                 static_cast<unsigned long long>(e.id), e.message.c_str());
+    std::fprintf(f, "%c\t%llu\t%s\t%u\t%llu\t%s\n", e.kind,
+                 static_cast<unsigned long long>(e.thread), e.domain ? e.domain->name.c_str() : "",
+                 e.category, static_cast<unsigned long long>(e.id), e.message.c_str());
   }
   std::fclose(f);
 }
@@ -130,13 +142,15 @@ __attribute__((visibility("default"))) std::size_t fathom_nvtx_recorder_count() 
   return r.events.size();
 }
 
-__attribute__((visibility("default"))) bool fathom_nvtx_recorder_event(std::size_t i, FathomNvtxEvent* out) {
+__attribute__((visibility("default"))) bool fathom_nvtx_recorder_event(std::size_t i,
+                                                                       FathomNvtxEvent* out) {
   Recorder& r = recorder();
   std::lock_guard<std::mutex> lock(r.mu);
   if (i >= r.events.size() || !out) return false;
   const Event& e = r.events[i];
-  *out = FathomNvtxEvent{e.kind, e.thread, e.domain ? e.domain->name.c_str() : "", e.category,
-                         e.color, e.id, e.message.c_str()};
+  *out = FathomNvtxEvent{e.kind,           e.thread, e.domain ? e.domain->name.c_str() : "",
+                         e.category,       e.color,  e.id,
+                         e.message.c_str()};
   return true;
 }
 

@@ -86,7 +86,9 @@ NvtxTree build_tree(const std::vector<NvtxEvent>& events, const std::string& dom
       return v;
     };
     switch (e.kind) {
-      case 'P': stack.push_back(e); break;
+      case 'P':
+        stack.push_back(e);
+        break;
       case 'p':
         if (stack.empty()) {
           tree.errors.push_back("pop without push on thread " + std::to_string(e.thread));
@@ -113,12 +115,14 @@ NvtxTree build_tree(const std::vector<NvtxEvent>& events, const std::string& dom
         open.erase(it);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   for (const auto& [thread, stack] : stacks) {
     for (const auto& e : stack)
-      tree.errors.push_back("range '" + e.message + "' never popped on thread " + std::to_string(thread));
+      tree.errors.push_back("range '" + e.message + "' never popped on thread " +
+                            std::to_string(thread));
   }
   for (const auto& [id, r] : open)
     tree.errors.push_back("range '" + r.event.message + "' never ended");

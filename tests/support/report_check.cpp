@@ -2,14 +2,14 @@
 // each with non-zero forward, backward and optimizer time and at least one step; prints what is
 // wrong otherwise. --amp-enabled also requires that Auto mode turned mixed precision on and that
 // steps ran under it (whatever the policy decided afterwards, which is printed).
+#include <fathom/error.h>
+#include <fathom/report_writers.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <fathom/error.h>
-#include <fathom/report_writers.h>
 
 int main(int argc, char** argv) {
   const bool amp_enabled = argc == 4 && std::string(argv[3]) == "--amp-enabled";
@@ -28,8 +28,10 @@ int main(int argc, char** argv) {
       ++bad;
     }
     for (const auto& e : r.epochs) {
-      if (e.steps <= 0) std::printf("epoch %lld: no steps\n", static_cast<long long>(e.index)), ++bad;
-      for (fathom::Phase p : {fathom::Phase::Forward, fathom::Phase::Backward, fathom::Phase::Optimizer}) {
+      if (e.steps <= 0)
+        std::printf("epoch %lld: no steps\n", static_cast<long long>(e.index)), ++bad;
+      for (fathom::Phase p :
+           {fathom::Phase::Forward, fathom::Phase::Backward, fathom::Phase::Optimizer}) {
         if (e.phase(p).wall_ms_total <= 0) {
           std::printf("epoch %lld: no %s time\n", static_cast<long long>(e.index),
                       std::string(fathom::phase_name(p)).c_str());

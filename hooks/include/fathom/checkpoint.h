@@ -3,9 +3,10 @@
 // style of torch.utils.checkpoint: the forward keeps only the inputs and runs without recording a
 // graph; backward runs the function again with grad enabled and backpropagates through it.
 //
-//   auto y = fathom::checkpoint(block, x);                        // a module: Linear, a
-//   Sequential... auto outs = fathom::checkpoint(                               // any function of
-//   tensors
+//   // a module (Linear, a Sequential...):
+//   auto y = fathom::checkpoint(block, x);
+//   // any function of tensors:
+//   auto outs = fathom::checkpoint(
 //       [&](const std::vector<at::Tensor>& in) { return std::vector{f(in[0], in[1], scale)}; },
 //       {a, b}, fathom::CheckpointOptions().module(block));
 //

@@ -2,14 +2,17 @@
 // Gradient scaling for fp16 training, with the semantics of Python's torch.amp.GradScaler (which
 // LibTorch lacks, pytorch issue 44710):
 //
-//   fathom::GradScaler scaler;                       // scale 65536, growth 2, backoff 0.5,
-//   interval 2000 { fathom::AutocastScope autocast(torch::kCUDA, torch::kHalf);  loss =
-//   criterion(model->forward(x), y); } scaler.scale(loss).backward(); scaler.unscale_(optimizer);
-//   // optional: to clip the real gradients
+//   fathom::GradScaler scaler;  // scale 65536, growth 2, backoff 0.5, interval 2000
+//   {
+//     fathom::AutocastScope autocast(torch::kCUDA, torch::kHalf);
+//     loss = criterion(model->forward(x), y);
+//   }
+//   scaler.scale(loss).backward();
+//   scaler.unscale_(optimizer);  // optional: to clip the real gradients
 //   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-//   scaler.step(optimizer);                          // skipped when a gradient holds inf or NaN
-//   scaler.update();                                 // halves the scale after a skip, doubles it
-//                                                    // after growth_interval clean steps
+//   scaler.step(optimizer);  // skipped when a gradient holds inf or NaN
+//   scaler.update();         // halves the scale after a skip, doubles it after growth_interval
+//                            // clean steps
 //
 // The scale and the inf checks stay on the gradients' device (CPU or CUDA): step() reads one flag
 // back, update() none. bf16 needs no scaling (its range is fp32's); construct it disabled then,

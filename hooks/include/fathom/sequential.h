@@ -5,12 +5,11 @@
 // item saves for backward and how long its forward takes, and in Auto mode it checkpoints the
 // items the session's plan names (checkpoint_extension.h). A Sequential run inside an item of
 // another is part of that item.
+#include <fathom/checkpoint_planner.h>
+#include <fathom/session.h>
 #include <torch/nn/modules/container/sequential.h>
 
 #include <vector>
-
-#include <fathom/checkpoint_planner.h>
-#include <fathom/session.h>
 
 namespace fathom {
 

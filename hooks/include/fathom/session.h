@@ -20,15 +20,14 @@
 // range and keeps what was measured.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <fathom/options.h>
+#include <fathom/phase.h>
+#include <fathom/report.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <fathom/options.h>
-#include <fathom/phase.h>
-#include <fathom/report.h>
 
 namespace torch::nn {
 class Module;
@@ -46,11 +45,11 @@ namespace detail {
 class SessionState;
 }
 
-#define FATHOM_STACK_ONLY(Type)              \
-  Type(const Type&) = delete;                \
-  Type(Type&&) = delete;                     \
-  Type& operator=(const Type&) = delete;     \
-  Type& operator=(Type&&) = delete;          \
+#define FATHOM_STACK_ONLY(Type)                    \
+  Type(const Type&) = delete;                      \
+  Type(Type&&) = delete;                           \
+  Type& operator=(const Type&) = delete;           \
+  Type& operator=(Type&&) = delete;                \
   static void* operator new(std::size_t) = delete; \
   static void* operator new[](std::size_t) = delete
 

@@ -1,10 +1,10 @@
 #pragma once
 // Folds phase, step and copy records into an EpochSummary as they arrive. Memory is bounded:
 // it grows with the number of distinct copy kinds, never with the number of steps.
-#include <cstdint>
-
 #include <fathom/records.h>
 #include <fathom/report.h>
+
+#include <cstdint>
 
 namespace fathom {
 

@@ -11,13 +11,13 @@
 #include <fathom/device_telemetry.h>
 #include <fathom/doctor.h>
 #include <fathom/epoch_accumulator.h>
-#include <fathom/host_info.h>
 #include <fathom/error.h>
 #include <fathom/file_system.h>
 #include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_records.h>
 #include <fathom/gpu_summary.h>
 #include <fathom/hardware_fit.h>
+#include <fathom/host_info.h>
 #include <fathom/kernel_classifier.h>
 #include <fathom/kineto_trace_reader.h>
 #include <fathom/memory_budget.h>

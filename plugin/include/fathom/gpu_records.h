@@ -3,12 +3,12 @@
 // a Kineto / PyTorch profiler trace, a replay file, synthetic test data) and the analyses.
 // No CUPTI or torch types here. Times are nanoseconds on one clock per source; analyses only
 // compare times from the same source.
+#include <fathom/phase.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <fathom/phase.h>
 
 namespace fathom {
 
@@ -16,7 +16,14 @@ namespace fathom {
 // asynchronous and how fast it runs.
 enum class MemoryKind : std::uint8_t { Unknown, Pageable, Pinned, Device, Managed };
 
-enum class MemcpyKind : std::uint8_t { Unknown, HostToDevice, DeviceToHost, DeviceToDevice, HostToHost, PeerToPeer };
+enum class MemcpyKind : std::uint8_t {
+  Unknown,
+  HostToDevice,
+  DeviceToHost,
+  DeviceToDevice,
+  HostToHost,
+  PeerToPeer
+};
 
 struct KernelRecord {
   std::string name;  // mangled or demangled, as the source gives it
@@ -25,8 +32,8 @@ struct KernelRecord {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint64_t correlation_id = 0;  // ties the kernel to its launching runtime call
-  std::uint64_t external_id = 0;     // the op that launched it (OpRecord::external_id); 0 if unknown
-  std::optional<Phase> phase;        // the fathom phase open when it was launched, if known
+  std::uint64_t external_id = 0;  // the op that launched it (OpRecord::external_id); 0 if unknown
+  std::optional<Phase> phase;     // the fathom phase open when it was launched, if known
   std::int32_t grid_x = 0, grid_y = 0, grid_z = 0;
   std::int32_t block_x = 0, block_y = 0, block_z = 0;
 };

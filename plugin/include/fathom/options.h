@@ -2,12 +2,12 @@
 // Session options in LibTorch's builder style: Options().report_dir("r").mode(Mode::Suggest).
 // FATHOM_* environment variables override them (see Options::with_env), so a built binary can be
 // instrumented without a rebuild.
+#include <fathom/memory_budget.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <fathom/memory_budget.h>
 
 namespace fathom {
 
@@ -24,38 +24,64 @@ class Options {
  public:
   Options() = default;
 
-  Options& mode(Mode v) { mode_ = v; return *this; }
+  Options& mode(Mode v) {
+    mode_ = v;
+    return *this;
+  }
   Mode mode() const noexcept { return mode_; }
 
   // Folder for the JSON (and other) reports; created at session start.
-  Options& report_dir(std::string v) { report_dir_ = std::move(v); return *this; }
+  Options& report_dir(std::string v) {
+    report_dir_ = std::move(v);
+    return *this;
+  }
   const std::string& report_dir() const noexcept { return report_dir_; }
 
   // Base name of the report files; empty means "fathom-<date>-<time>-<pid>".
-  Options& run_name(std::string v) { run_name_ = std::move(v); return *this; }
+  Options& run_name(std::string v) {
+    run_name_ = std::move(v);
+    return *this;
+  }
   const std::string& run_name() const noexcept { return run_name_; }
 
-  Options& nvtx(NvtxLevel v) { nvtx_ = v; return *this; }
+  Options& nvtx(NvtxLevel v) {
+    nvtx_ = v;
+    return *this;
+  }
   NvtxLevel nvtx() const noexcept { return nvtx_; }
 
   // Op ranges carry input shapes (costs a little per op; only with NvtxLevel::Ops).
-  Options& record_shapes(bool v) { record_shapes_ = v; return *this; }
+  Options& record_shapes(bool v) {
+    record_shapes_ = v;
+    return *this;
+  }
   bool record_shapes() const noexcept { return record_shapes_; }
 
   // Collect GPU activity through CUPTI when a GPU is present.
-  Options& cupti(bool v) { cupti_ = v; return *this; }
+  Options& cupti(bool v) {
+    cupti_ = v;
+    return *this;
+  }
   bool cupti() const noexcept { return cupti_; }
 
   // Print the terminal report at each epoch end.
-  Options& print_report(bool v) { print_report_ = v; return *this; }
+  Options& print_report(bool v) {
+    print_report_ = v;
+    return *this;
+  }
   bool print_report() const noexcept { return print_report_; }
 
   // The memory a step may use before fathom checkpoints activations: bytes, or a fraction of the
   // device memory (on CPU, which has none, a fraction of the activation memory measured without
   // checkpointing). Unset: Auto mode acts when a step's peak passes 90 % of device memory.
   // FATHOM_CHECKPOINT_BUDGET=12GiB | 80% | 0.8.
-  Options& checkpoint_budget(MemoryBudget v) { checkpoint_budget_ = v; return *this; }
-  const std::optional<MemoryBudget>& checkpoint_budget() const noexcept { return checkpoint_budget_; }
+  Options& checkpoint_budget(MemoryBudget v) {
+    checkpoint_budget_ = v;
+    return *this;
+  }
+  const std::optional<MemoryBudget>& checkpoint_budget() const noexcept {
+    return checkpoint_budget_;
+  }
 
   // Returns these options with every FATHOM_* variable of the environment applied. Throws
   // fathom::Error naming the variable and the accepted values on a bad value or unknown name.

@@ -10,11 +10,11 @@ namespace fathom {
 enum class Phase : std::uint8_t { Data, Copy, Forward, Backward, Optimizer };
 inline constexpr std::size_t kPhaseCount = 5;
 inline constexpr std::array<Phase, kPhaseCount> kAllPhases{Phase::Data, Phase::Copy, Phase::Forward,
-                                                            Phase::Backward, Phase::Optimizer};
+                                                           Phase::Backward, Phase::Optimizer};
 
 constexpr std::string_view phase_name(Phase p) noexcept {
   constexpr std::array<std::string_view, kPhaseCount> names{"data", "copy", "forward", "backward",
-                                                             "optimizer"};
+                                                            "optimizer"};
   return names[static_cast<std::size_t>(p)];
 }
 

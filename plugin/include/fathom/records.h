@@ -1,10 +1,10 @@
 #pragma once
 // Plain records that the hooks (or a replay) hand to the core. No torch, no vendor types.
+#include <fathom/phase.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
-
-#include <fathom/phase.h>
 
 namespace fathom {
 
@@ -36,8 +36,8 @@ std::string_view copy_direction_name(CopyDirection d) noexcept;
 struct CopyRecord {
   CopyDirection direction = CopyDirection::HostToDevice;
   std::int64_t bytes = 0;
-  bool pinned = false;       // host side was page-locked (pinned) memory
-  bool non_blocking = false; // asked for an asynchronous copy
+  bool pinned = false;        // host side was page-locked (pinned) memory
+  bool non_blocking = false;  // asked for an asynchronous copy
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;
   std::int64_t step = 0;

@@ -1,20 +1,20 @@
 #pragma once
 // The report model: what a run measured, what it did not measure and why, and the findings.
 // Report writers (terminal, JSON, HTML) read only this. Schema: docs/report-schema.md.
+#include <fathom/device_telemetry.h>
+#include <fathom/gpu_summary.h>
+#include <fathom/hardware_fit.h>
+#include <fathom/mixed_precision.h>
+#include <fathom/module_report.h>
+#include <fathom/phase.h>
+#include <fathom/records.h>
+#include <fathom/unmeasured.h>
+
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <fathom/device_telemetry.h>
-#include <fathom/gpu_summary.h>
-#include <fathom/hardware_fit.h>
-#include <fathom/module_report.h>
-#include <fathom/mixed_precision.h>
-#include <fathom/phase.h>
-#include <fathom/records.h>
-#include <fathom/unmeasured.h>
 
 namespace fathom {
 
@@ -70,9 +70,9 @@ struct Finding {
   std::string title;
   std::vector<Evidence> evidence;
   std::string why;
-  std::string estimated_gain;                 // "up to 23% of step time"
-  std::optional<double> gain_fraction;        // of step time, when it can be estimated
-  std::string fix;                            // a code snippet
+  std::string estimated_gain;           // "up to 23% of step time"
+  std::optional<double> gain_fraction;  // of step time, when it can be estimated
+  std::string fix;                      // a code snippet
   bool applied = false;
 };
 
@@ -87,7 +87,7 @@ struct EpochSummary {
   std::array<PhaseSummary, kPhaseCount> phases{};
   std::vector<CopySummary> copies;
   std::optional<DeviceMemoryPeak> device_memory;  // over the whole epoch
-  std::optional<std::int64_t> peak_rss_bytes;      // process peak resident memory in the epoch
+  std::optional<std::int64_t> peak_rss_bytes;     // process peak resident memory in the epoch
   bool ended_by_exception = false;
   std::optional<DeviceTelemetry> telemetry;  // NVML samples over the epoch (device_telemetry.h)
   std::optional<MemoryFootprint> footprint;  // parameters, gradients, optimizer state, activations

@@ -1,9 +1,9 @@
 #pragma once
 // Report writers. Each takes the report model and returns text; writing it out is separate
 // (atomic_file.h), so writers are tested on strings.
-#include <string>
-
 #include <fathom/report.h>
+
+#include <string>
 
 namespace fathom {
 

@@ -50,7 +50,7 @@ inline constexpr double kHostSyncShareOfStep = 0.05;
 // Kernels shorter than kTinyKernelNs are "tiny" (gpu_aggregator counts them): their launch cost is
 // comparable to their work.
 inline constexpr std::int64_t kTinyKernelNs = 10'000;
-inline constexpr double kTinyKernelShare = 0.50;  // of kernels
+inline constexpr double kTinyKernelShare = 0.50;       // of kernels
 inline constexpr double kLaunchBoundBusyShare = 0.60;  // GPU busy below this share of the step
 
 // --- communication ---------------------------------------------------------------------------
