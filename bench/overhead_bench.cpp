@@ -8,11 +8,15 @@
 //
 //   overhead_bench [--steps N] [--reps N] [--batch N] [--device cpu|cuda] [--large] [--micro N]
 //
-// NVTX: no tool is attached (a run outside Nsight Systems), so a range costs fathom's own work
-// plus NVTX's null check; under nsys the tool's cost comes on top, for fathom and emit_nvtx alike.
+// NVTX: run as is, no tool is attached (a run outside Nsight Systems): a range costs fathom's own
+// work plus NVTX's null check, and fathom registers no op callback at all (nothing would receive
+// the ranges), while emit_nvtx still formats every op. Run under bench/nvtx_null_tool
+// (NVTX_INJECTION64_PATH=.../libfathom_nvtx_null_tool.so), a tool that drops what it gets, for
+// what the ranges cost when somebody listens; under nsys the tool's own cost comes on top.
 #include <fathom/clock.h>
 #include <fathom/fathom.h>
 #include <fathom/host_info.h>
+#include <fathom/nvtx.h>
 #include <time.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
@@ -342,6 +346,11 @@ int main(int argc, char** argv) try {
   const bool cuda = device.is_cuda();
   torch::manual_seed(0);
   Loop loop(device, batch, args.large);
+  const bool tool = fathom::nvtx::tool_attached();
+  std::printf("NVTX tool attached: %s\n",
+              tool ? "yes (ranges are delivered; fathom's op callback is registered)"
+                   : "no (fathom registers no op callback; set NVTX_INJECTION64_PATH to "
+                     "libfathom_nvtx_null_tool.so to cost it with a listener)");
 
   std::vector<Variant> variants;
   auto add_fathom = [&](std::string name, fathom::NvtxLevel level, bool shapes, bool cupti) {
@@ -418,8 +427,9 @@ int main(int argc, char** argv) try {
   std::printf("  module scope (watched module)     %8.0f ns\n", m.module_scope_ns);
   std::printf("  one ATen op (at::mul, 4 floats)   %8.0f ns  (%.0f RecordFunction call(s) each)\n",
               m.op_ns, m.ops_per_call);
-  std::printf("  + fathom op callback              %8.0f ns  (+shapes: %.0f ns)\n", m.fathom_op_ns,
-              m.fathom_op_shapes_ns);
+  std::printf("  + fathom op callback              %8.0f ns  (+shapes: %.0f ns)%s\n", m.fathom_op_ns,
+              m.fathom_op_shapes_ns,
+              fathom::nvtx::tool_attached() ? "" : "  [not registered: no NVTX tool]");
   std::printf("  + torch profiler (Kineto, CPU)    %8.0f ns\n", m.kineto_op_ns);
   std::printf("  + torch emit_nvtx                 %8.0f ns\n", m.emit_nvtx_op_ns);
 

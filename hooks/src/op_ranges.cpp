@@ -70,12 +70,16 @@ void on_end(const at::RecordFunction&, at::ObserverContext* ctx) {
 }  // namespace
 
 OpRanges::OpRanges(bool record_shapes) {
+  if (!nvtx::tool_attached()) return;
   at::RecordFunctionCallback cb(record_shapes ? &on_start<true> : &on_start<false>, &on_end);
   cb.needsInputs(record_shapes)
       .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
   handle_ = at::addGlobalCallback(cb);
+  registered_ = true;
 }
 
-OpRanges::~OpRanges() { at::removeCallback(handle_); }
+OpRanges::~OpRanges() {
+  if (registered_) at::removeCallback(handle_);
+}
 
 }  // namespace fathom::detail

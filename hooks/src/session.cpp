@@ -124,7 +124,8 @@ Session::Session(Options options) {
   env.device = device.label;
   env.device_name = device.name;
   env.device_memory_bytes = device.memory_bytes;
-  env.not_measured = device.not_measured;
+  env.not_measured.insert(env.not_measured.begin(), device.not_measured.begin(),
+                          device.not_measured.end());
   // Extensions: each feature adds itself here, in the order its callbacks should run
   // (see session_extension.h).
   // The footprint comes first: the AMP and checkpoint extensions complete it.

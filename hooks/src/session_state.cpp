@@ -41,8 +41,14 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device)
   env.started_at = utc_timestamp_iso8601();
   env.mode = std::string(mode_name(options_.mode()));
   env.nvtx = std::string(nvtx_level_name(options_.nvtx()));
-  if (options_.nvtx() >= NvtxLevel::Ops)
+  if (options_.nvtx() >= NvtxLevel::Ops) {
     op_ranges_ = std::make_unique<OpRanges>(options_.record_shapes());
+    if (!op_ranges_->active())
+      env.not_measured.push_back(
+          {"ATen op ranges",
+           "no NVTX tool is attached, so nothing would receive them and fathom registers no op "
+           "callback (no cost); run under Nsight Systems (nsys profile --trace=nvtx,cuda ...)"});
+  }
   epoch_name_ = nvtx::register_name("epoch");
   step_name_ = nvtx::register_name("step");
   data_gap_name_ = nvtx::register_name("data");

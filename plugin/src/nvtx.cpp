@@ -116,4 +116,10 @@ void mark(Kind kind, const char* message) noexcept {
   nvtxDomainMarkEx(domain(), &a);
 }
 
+bool tool_attached() noexcept {
+  (void)domain();  // the first NVTX call loads the tool, or sets every entry point to a no-op
+  // The entry point fathom's ranges go through: null once NVTX found no tool that takes it.
+  return NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePushEx_impl_fnptr != nullptr;
+}
+
 }  // namespace fathom::nvtx

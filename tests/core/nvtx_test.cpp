@@ -2,6 +2,7 @@
 #include <fathom/nvtx.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "nvtx_tree.h"
@@ -44,6 +45,13 @@ TEST(Nvtx, UnbalancedPopIsDetectedByTheChecker) {
   auto tree = test::build_tree(test::recorded_events(), "fathom");
   EXPECT_EQ(tree.errors.size(), 2u);
   nvtx::pop();
+}
+
+// ctest runs this twice: with the recorder attached, and as core.nvtx_without_a_tool without it.
+TEST(Nvtx, ToolAttachedOnlyWithAnInjectionLibrary) {
+  const bool injected = std::getenv("NVTX_INJECTION64_PATH") != nullptr;
+  EXPECT_EQ(nvtx::tool_attached(), injected);
+  EXPECT_EQ(nvtx::tool_attached(), injected);  // NVTX loads its tool once: the answer holds
 }
 
 TEST(Nvtx, KindColorsDiffer) {

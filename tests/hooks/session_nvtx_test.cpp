@@ -155,6 +155,25 @@ TEST_F(SessionNvtxTest, OpRangesStopWhenTheSessionEnds) {
   EXPECT_TRUE(tree().ranges.empty());
 }
 
+// ctest runs this twice: with the recorder attached, and as hooks.op_callback_without_a_tool
+// without it, where nothing would receive op ranges and the callback must not be registered.
+TEST_F(SessionTest, OpCallbackIsRegisteredOnlyWhenAToolListens) {
+  const bool tool = std::getenv("NVTX_INJECTION64_PATH") != nullptr;
+  ASSERT_FALSE(at::hasGlobalCallbacks()) << "another test left a RecordFunction callback";
+  Session session(Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops));
+  EXPECT_EQ(at::hasGlobalCallbacks(), tool);
+  {
+    auto e = session.epoch();
+    auto step = e.step(1);
+    auto f = step.forward();
+    (void)torch::mm(torch::randn({2, 2}), torch::randn({2, 2}));
+  }
+  bool noted = false;
+  for (const auto& u : session.report().environment.not_measured)
+    noted = noted || u.what == "ATen op ranges";
+  EXPECT_EQ(noted, !tool);
+}
+
 TEST_F(SessionNvtxTest, FindingsAreMarkedOnTheTimeline) {
   Session session(Options().report_dir(dir()).print_report(false).mode(Mode::Suggest));
   {

@@ -34,4 +34,9 @@ void end(RangeId id) noexcept;
 
 void mark(Kind kind, const char* message) noexcept;
 
+// Whether a tool (Nsight Systems, Nsight Compute, an NVTX_INJECTION64_PATH library) receives
+// ranges. NVTX loads its tool once, at its first call, so the answer never changes afterwards;
+// work done only to name a range (formatting an op's name and shapes) can be skipped when false.
+bool tool_attached() noexcept;
+
 }  // namespace fathom::nvtx
