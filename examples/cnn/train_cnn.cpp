@@ -60,6 +60,7 @@ int main(int argc, char** argv) try {
   fathom::Session session(
       fathom::Options().report_dir("reports").run_name("train_cnn"));  // fathom:
   session.watch(*model);                                               // fathom:
+  session.watch(optimizer);  // fathom: its state bytes, for the report's hardware fit
 
   for (int epoch = 0; epoch < args.epochs; ++epoch) {
     auto e = session.epoch();  // fathom: the report is written when e ends

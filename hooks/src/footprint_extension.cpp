@@ -52,6 +52,13 @@ void FootprintExtension::on_epoch_measured(EpochSummary& epoch, Environment& env
       f.parameter_bytes += bytes_of(p);
       f.gradient_bytes += bytes_of(p.grad());
     }
+    if (!optimizer_ && !said_unwatched_) {
+      environment.not_measured.push_back(
+          {"optimizer state bytes",
+           "no optimizer is watched, so the hardware fit leaves its state out: call "
+           "session.watch(optimizer)"});
+      said_unwatched_ = true;
+    }
     if (optimizer_) {
       if (auto bytes = optimizer_state_bytes(*optimizer_)) {
         f.optimizer_state_bytes = *bytes;

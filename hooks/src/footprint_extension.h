@@ -20,6 +20,7 @@ class FootprintExtension : public SessionExtension {
  private:
   std::vector<at::Tensor> parameters_;  // shares the model's tensors; no copy of their data
   const torch::optim::Optimizer* optimizer_ = nullptr;
+  bool said_unwatched_ = false;  // the not-measured note is written once per run
 };
 
 // Bytes of the optimizer's per-parameter state (momentum, Adam moments, ...), or nullopt for

@@ -95,8 +95,10 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
       "From measured parameters ({}), gradients ({}), optimizer state ({}) and activations ({}); "
       "overhead {} ({}), allocator fragmentation x{:.2f}.",
       mib(e.footprint->parameter_bytes), mib(e.footprint->gradient_bytes),
-      mib(e.footprint->optimizer_state_bytes), mib(e.footprint->activation_bytes),
-      mib(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed", fit.fragmentation);
+      e.footprint->optimizer_state_bytes ? mib(*e.footprint->optimizer_state_bytes)
+                                         : std::string("not measured, left out"),
+      mib(e.footprint->activation_bytes), mib(fit.overhead_bytes),
+      fit.overhead_measured ? "measured" : "assumed", fit.fragmentation);
   if (best) {
     f.estimated_gain =
         fmt::format("{} of headroom on this device with {}",

@@ -6,8 +6,12 @@
 #include <cmath>
 #include <limits>
 
+#include "bytes_text.h"
+
 namespace fathom {
 namespace {
+
+using detail::bytes_text;
 
 // The chain as the model reads it: boundary j's bytes, the parts of it blocks keep, and prefix
 // sums for the cost of recomputing any segment in O(1).
@@ -55,14 +59,6 @@ struct Model {
     return std::max(last_plain ? kept_by_before(j) : 0, boundary(j));
   }
 };
-
-std::string bytes_text(std::int64_t b) {
-  const double v = static_cast<double>(b);
-  if (v >= 1073741824.0) return fmt::format("{:.2f} GiB", v / 1073741824.0);
-  if (v >= 1048576.0) return fmt::format("{:.1f} MiB", v / 1048576.0);
-  if (v >= 1024.0) return fmt::format("{:.1f} KiB", v / 1024.0);
-  return fmt::format("{} B", b);
-}
 
 int state_of(int j, bool last_plain) { return 2 * j + (last_plain ? 1 : 0); }
 

@@ -7,17 +7,14 @@
 
 #include <iterator>
 
+#include "bytes_text.h"
+
 namespace fathom {
 namespace {
 
-constexpr const char* kDash = "-";
+using detail::bytes_text;
 
-std::string bytes_text(std::int64_t b) {
-  if (b >= (1LL << 30)) return fmt::format("{:.2f} GiB", b / 1073741824.0);
-  if (b >= (1LL << 20)) return fmt::format("{:.1f} MiB", b / 1048576.0);
-  if (b >= (1LL << 10)) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{} B", b);
-}
+constexpr const char* kDash = "-";
 
 std::string ms(std::int64_t ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 std::string pct(const std::optional<double>& v) {

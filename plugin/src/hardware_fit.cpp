@@ -49,8 +49,8 @@ HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMem
   } else {
     out.overhead_bytes = thresholds::kAssumedRuntimeOverheadBytes;
   }
-  const double fixed =
-      static_cast<double>(m.parameter_bytes + m.gradient_bytes + m.optimizer_state_bytes);
+  const double fixed = static_cast<double>(m.parameter_bytes + m.gradient_bytes +
+                                           m.optimizer_state_bytes.value_or(0));
 
   auto variant = [&](bool mp, bool ck) {
     FitVariant v;

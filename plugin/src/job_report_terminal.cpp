@@ -5,16 +5,14 @@
 #include <algorithm>
 #include <iterator>
 
+#include "bytes_text.h"
+
 namespace fathom {
 namespace {
 
-constexpr std::size_t kMaxRows = 16;  // more ranks: the slowest kMaxRows/2 and fastest kMaxRows/2
+using detail::bytes_text;
 
-std::string bytes_text(std::int64_t b) {
-  if (b >= (1LL << 30)) return fmt::format("{:.2f} GiB", b / 1073741824.0);
-  if (b >= (1LL << 20)) return fmt::format("{:.1f} MiB", b / 1048576.0);
-  return fmt::format("{:.1f} KiB", b / 1024.0);
-}
+constexpr std::size_t kMaxRows = 16;  // more ranks: the slowest kMaxRows/2 and fastest kMaxRows/2
 
 std::string memory_text(const RankSummary& s) {
   if (s.device_peak_allocated_bytes) return bytes_text(*s.device_peak_allocated_bytes);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "bytes_text.h"
 #include "json_helpers.h"
 
 namespace fathom::detail {
@@ -28,14 +29,6 @@ std::vector<CheckpointSegment> segments_from(const json& j) {
 Phase phase_from(const std::string& name) {
   if (auto p = phase_from_name(name)) return *p;
   throw Error(fmt::format("unknown phase '{}'", name));
-}
-
-std::string bytes_text(std::int64_t b) {
-  const double v = static_cast<double>(b);
-  if (v >= 1073741824.0) return fmt::format("{:.2f} GiB", v / 1073741824.0);
-  if (v >= 1048576.0) return fmt::format("{:.1f} MiB", v / 1048576.0);
-  if (v >= 1024.0) return fmt::format("{:.1f} KiB", v / 1024.0);
-  return fmt::format("{} B", b);
 }
 
 void print_indented(std::string& out, const std::string& text, std::string_view indent) {

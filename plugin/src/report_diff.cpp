@@ -139,8 +139,11 @@ ReportDiff diff_reports(const RunReport& ra, const RunReport& rb, int epoch_a, i
   };
   add("memory", "activations", "bytes", fp(a, &MemoryFootprint::activation_bytes),
       fp(b, &MemoryFootprint::activation_bytes));
-  add("memory", "optimizer state", "bytes", fp(a, &MemoryFootprint::optimizer_state_bytes),
-      fp(b, &MemoryFootprint::optimizer_state_bytes));
+  auto optimizer_state = [](const EpochSummary& e) -> std::optional<double> {
+    if (!e.footprint || !e.footprint->optimizer_state_bytes) return std::nullopt;
+    return static_cast<double>(*e.footprint->optimizer_state_bytes);
+  };
+  add("memory", "optimizer state", "bytes", optimizer_state(a), optimizer_state(b));
 
   auto copy_bytes = [](const EpochSummary& e, CopyDirection dir) -> std::optional<double> {
     if (e.steps == 0) return std::nullopt;

@@ -153,7 +153,7 @@ json footprint_json(const std::optional<MemoryFootprint>& m) {
   return {{"parameter_count", m->parameter_count},
           {"parameter_bytes", m->parameter_bytes},
           {"gradient_bytes", m->gradient_bytes},
-          {"optimizer_state_bytes", m->optimizer_state_bytes},
+          {"optimizer_state_bytes", optional_json(m->optimizer_state_bytes)},
           {"activation_bytes", m->activation_bytes},
           {"checkpointable_blocks", optional_json(m->checkpointable_blocks)},
           {"mixed_precision", m->mixed_precision},
@@ -168,7 +168,7 @@ std::optional<MemoryFootprint> footprint_from(const json& parent) {
   m.parameter_count = j.at("parameter_count").get<std::int64_t>();
   m.parameter_bytes = j.at("parameter_bytes").get<std::int64_t>();
   m.gradient_bytes = j.at("gradient_bytes").get<std::int64_t>();
-  m.optimizer_state_bytes = j.at("optimizer_state_bytes").get<std::int64_t>();
+  m.optimizer_state_bytes = optional_from<std::int64_t>(j, "optimizer_state_bytes");
   m.activation_bytes = j.at("activation_bytes").get<std::int64_t>();
   m.checkpointable_blocks = optional_from<std::int64_t>(j, "checkpointable_blocks");
   m.mixed_precision = j.at("mixed_precision").get<bool>();

@@ -7,18 +7,14 @@
 #include <optional>
 #include <string_view>
 
+#include "bytes_text.h"
 #include "mixed_precision_report.h"
 #include "module_report_writers.h"
 
 namespace fathom {
 namespace {
 
-std::string bytes_text(std::int64_t b) {
-  if (b >= (1LL << 30)) return fmt::format("{:.2f} GiB", b / 1073741824.0);
-  if (b >= (1LL << 20)) return fmt::format("{:.1f} MiB", b / 1048576.0);
-  if (b >= (1LL << 10)) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{} B", b);
-}
+using detail::bytes_text;
 
 constexpr const char* kDash = "-";
 
@@ -153,7 +149,8 @@ void hardware_fit_section(std::string& out, const EpochSummary& e) {
       std::back_inserter(out),
       "  measured: parameters {} ({}), gradients {}, optimizer state {}, activations {}\n",
       bytes_text(m.parameter_bytes), m.parameter_count, bytes_text(m.gradient_bytes),
-      bytes_text(m.optimizer_state_bytes), bytes_text(m.activation_bytes));
+      bytes_text(m.optimizer_state_bytes, "not measured (no optimizer watched)"),
+      bytes_text(m.activation_bytes));
   fmt::format_to(std::back_inserter(out), "  overhead {} ({}), allocator fragmentation x{:.2f}\n",
                  bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
                  fit.fragmentation);

@@ -100,6 +100,15 @@ TEST(ReportJson, TelemetryFootprintAndHardwareFitRoundTrip) {
   EXPECT_EQ(back.epochs[0].telemetry->pcie.max_gen, 5);
   EXPECT_FALSE(back.epochs[0].telemetry->series.at(0).pcie_tx_bytes_per_s);
   EXPECT_EQ(back.epochs[0].footprint->checkpointable_blocks, 16);
+  EXPECT_EQ(back.epochs[0].footprint->optimizer_state_bytes, 8000);
+
+  // No optimizer watched: null in the file, not measured in the text, never a 0.
+  r.epochs[0].footprint->optimizer_state_bytes.reset();
+  const std::string unwatched = format_json_report(r);
+  EXPECT_NE(unwatched.find("\"optimizer_state_bytes\": null"), std::string::npos);
+  EXPECT_FALSE(parse_json_report(unwatched, "mem").epochs[0].footprint->optimizer_state_bytes);
+  const std::string terminal = format_terminal_report(r, 0);
+  EXPECT_NE(terminal.find("optimizer state not measured"), std::string::npos) << terminal;
 }
 
 TEST(ReportJson, ReportsWithoutTelemetryOrFootprintStillRead) {

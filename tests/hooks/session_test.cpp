@@ -101,7 +101,34 @@ TEST_F(SessionTest, FootprintCountsParametersGradientsAndOptimizerState) {
   EXPECT_EQ(f->parameter_count, params);
   EXPECT_EQ(f->parameter_bytes, params * 4);
   EXPECT_EQ(f->gradient_bytes, params * 4);
-  EXPECT_EQ(f->optimizer_state_bytes, params * 4);  // one momentum buffer per parameter
+  ASSERT_TRUE(f->optimizer_state_bytes.has_value());
+  EXPECT_EQ(*f->optimizer_state_bytes, params * 4);  // one momentum buffer per parameter
+}
+
+TEST_F(SessionTest, FootprintWithoutAWatchedOptimizerSaysSoInsteadOfZero) {
+  Session session(Options().report_dir(dir()).print_report(false));
+  auto model = tiny_model();
+  session.watch(*model);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    auto e = session.epoch();
+    auto step = e.step(4);
+    opt.zero_grad();
+    fathom::forward(model, torch::randn({4, 8})).sum().backward();
+    opt.step();
+  }
+  const RunReport r = session.report();
+  for (const auto& e : r.epochs) {
+    ASSERT_TRUE(e.footprint.has_value());
+    EXPECT_FALSE(e.footprint->optimizer_state_bytes.has_value());
+  }
+  int notes = 0;
+  for (const auto& u : r.environment.not_measured)
+    if (u.what == "optimizer state bytes") {
+      ++notes;
+      EXPECT_NE(u.why.find("session.watch(optimizer)"), std::string::npos) << u.why;
+    }
+  EXPECT_EQ(notes, 1);  // once per run, not once per epoch
 }
 
 TEST_F(SessionTest, EveryEpochRewritesTheReportWithAllEpochs) {

@@ -15,10 +15,12 @@ namespace fathom {
 // Measured by the session (hooks/) from the model, the optimizer and the autograd graph.
 struct MemoryFootprint {
   std::int64_t parameter_count = 0;
-  std::int64_t parameter_bytes = 0;        // as stored (fp32 master weights under autocast)
-  std::int64_t gradient_bytes = 0;         // .grad tensors after backward
-  std::int64_t optimizer_state_bytes = 0;  // e.g. Adam's exp_avg and exp_avg_sq
-  std::int64_t activation_bytes = 0;       // saved for backward at a step's peak
+  std::int64_t parameter_bytes = 0;  // as stored (fp32 master weights under autocast)
+  std::int64_t gradient_bytes = 0;   // .grad tensors after backward
+  // e.g. Adam's exp_avg and exp_avg_sq; nullopt when no optimizer was watched or its state type
+  // is not one fathom reads (the fit then leaves it out and says so).
+  std::optional<std::int64_t> optimizer_state_bytes;
+  std::int64_t activation_bytes = 0;                  // saved for backward at a step's peak
   std::optional<std::int64_t> checkpointable_blocks;  // blocks of the chain the planner may wrap
   bool mixed_precision = false;                       // the run already used autocast
   bool checkpointing = false;                         // the run already checkpointed activations
