@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "nvtx_injection.h"
+
 namespace {
 
 std::atomic<std::uint64_t> next_id{1};
@@ -29,28 +31,11 @@ nvtxRangeId_t start_ex(nvtxDomainHandle_t, const nvtxEventAttributes_t*) {
 void end(nvtxDomainHandle_t, nvtxRangeId_t) {}
 void mark_ex(nvtxDomainHandle_t, const nvtxEventAttributes_t*) {}
 
-template <typename F>
-void set(NvtxFunctionTable table, unsigned size, unsigned id, F fn) {
-  if (id < size && table[id]) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
-}
-
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     NvtxGetExportTableFunc_t get) {
-  auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get(NVTX_ETID_CALLBACKS));
-  if (!callbacks) return 0;
-  NvtxFunctionTable table = nullptr;
-  unsigned size = 0;
-  if (!callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size) || !table) return 0;
-  set(table, size, NVTX_CBID_CORE2_DomainCreateA, &domain_create);
-  set(table, size, NVTX_CBID_CORE2_DomainDestroy, &domain_destroy);
-  set(table, size, NVTX_CBID_CORE2_DomainNameCategoryA, &name_category);
-  set(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &register_string);
-  set(table, size, NVTX_CBID_CORE2_DomainRangePushEx, &push_ex);
-  set(table, size, NVTX_CBID_CORE2_DomainRangePop, &pop);
-  set(table, size, NVTX_CBID_CORE2_DomainRangeStartEx, &start_ex);
-  set(table, size, NVTX_CBID_CORE2_DomainRangeEnd, &end);
-  set(table, size, NVTX_CBID_CORE2_DomainMarkEx, &mark_ex);
-  return 1;
+  return fathom::test::install_nvtx_handlers(
+      get, {&domain_create, &domain_destroy, &name_category, &register_string, &push_ex, &pop,
+            &start_ex, &end, &mark_ex});
 }
