@@ -29,7 +29,8 @@ int DeviceMeter::begin() noexcept {
     } else {
       // BACKEND_DEFAULT: a CUDA event with timing enabled (PYTORCH_DEFAULT disables timing).
       slots_.push_back(Slot{c10::Event(device_->type(), c10::EventFlag::BACKEND_DEFAULT),
-                            c10::Event(device_->type(), c10::EventFlag::BACKEND_DEFAULT)});
+                            c10::Event(device_->type(), c10::EventFlag::BACKEND_DEFAULT), 0, 0,
+                            PhaseRecord{}, false});
       slot = static_cast<int>(slots_.size()) - 1;
     }
     Slot& s = slots_[slot];

@@ -23,7 +23,10 @@ class Recording : public detail::SessionExtension {
   }
   void on_phase_begin(Phase p) noexcept override { log_->push_back(std::string(phase_name(p))); }
   void on_phase_end(Phase p, bool aborted) noexcept override {
-    log_->push_back("/" + std::string(phase_name(p)) + (aborted ? "!" : ""));
+    std::string entry = "/";  // appended, not "/" + ...: GCC 12 warns falsely on that form
+    entry += phase_name(p);
+    if (aborted) entry += "!";
+    log_->push_back(std::move(entry));
   }
   void on_step_end(std::int64_t, bool failed) noexcept override {
     log_->push_back(failed ? "/step!" : "/step");
