@@ -1,6 +1,7 @@
 #include <fathom/fathom.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,51 @@ TEST_F(SessionTest, ExtensionsSeeTheLifecycleAndAddToTheReport) {
   EXPECT_EQ(session.report().epochs[0].findings.back().id, "test.extension");
   EXPECT_EQ(session.report().environment.not_measured.back().why, "extension");
   EXPECT_NE(session.internal_state()->extension<Recording>(), nullptr);
+}
+
+// What the advisor will read, captured at the last extension's on_epoch_measured.
+class FootprintProbe : public detail::SessionExtension {
+ public:
+  void on_epoch_measured(EpochSummary& e, Environment&) noexcept override {
+    if (e.footprint) seen = *e.footprint;
+  }
+  std::optional<MemoryFootprint> seen;
+};
+
+TEST_F(SessionTest, TheAdvisorSeesTheFootprintWithMixedPrecisionAndActivations) {
+  torch::manual_seed(0);
+  auto model =
+      torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  Session session(Options().report_dir(dir()).print_report(false));
+  configure_amp(session, AmpOptions().when(AmpOptions::When::Always));  // bf16 on CPU
+  session.watch(*model);
+  session.watch(optimizer);
+  session.internal_state()->add_extension(std::make_unique<FootprintProbe>());
+  auto* probe = session.internal_state()->extension<FootprintProbe>();
+  ASSERT_NE(probe, nullptr);
+  {
+    auto e = session.epoch();
+    for (int s = 0; s < 3; ++s) {
+      auto step = e.step(4);
+      torch::Tensor loss;
+      {
+        auto f = step.forward();
+        loss = fathom::forward(model, torch::randn({4, 8})).to(torch::kFloat).pow(2).mean();
+      }
+      {
+        auto b = step.backward();
+        optimizer.zero_grad();
+        step.scaled(loss).backward();
+      }
+      auto o = step.optimizer();
+      step.apply(optimizer);
+    }
+  }
+  ASSERT_TRUE(probe->seen.has_value());
+  EXPECT_TRUE(probe->seen->mixed_precision);    // set before the advisor, not after it
+  EXPECT_GT(probe->seen->activation_bytes, 0);  // the checkpoint extension's measurement
+  EXPECT_TRUE(probe->seen->checkpointable_blocks.has_value());
 }
 
 }  // namespace
