@@ -7,6 +7,7 @@
 #include <fathom/advisor.h>
 #include <fathom/clock.h>
 #include <fathom/error.h>
+#include <fathom/host_info.h>
 #include <fathom/session.h>
 #include <torch/optim/optimizer.h>
 
@@ -44,6 +45,8 @@ AmpExtension::AmpExtension(Mode mode, std::optional<c10::Device> device)
     } catch (const std::exception&) {
       // Leaves compute capability 0: the suggestion then says the GPU is not in the table.
     }
+  } else {
+    device_.cpu_bf16_units = cpu_bf16_units();
   }
   on_epoch_begin(0);
 }

@@ -71,6 +71,46 @@ std::optional<Eligible> from_phases(const EpochSummary& e, std::vector<Unmeasure
   return el;
 }
 
+// A CPU has no Tensor Cores; its bf16 units (AMX tiles, AVX-512 BF16 dot products) speed up GEMMs
+// and convolutions by an amount fathom has no table for. With units: a finding bounded by the
+// forward and backward time, and Auto mode to measure it. Without: none (bf16 runs emulated).
+std::optional<Finding> cpu_finding(const EpochSummary& e, const AmpDeviceFacts& device,
+                                   std::vector<Unmeasured>& not_measured) {
+  if (device.cpu_bf16_units.empty()) {
+    note(not_measured, "mixed-precision speed-up on CPU",
+         "this CPU lists no bf16 units (amx_bf16, avx512_bf16) in /proc/cpuinfo: bf16 autocast "
+         "would run emulated, usually slower than fp32, so fathom does not suggest it (Auto mode "
+         "times fp32 against bf16 steps and rolls back if slower)");
+    return std::nullopt;
+  }
+  note(not_measured, "mixed-precision speed-up on CPU",
+       "fathom has no bf16 and fp32 peak-throughput table for CPUs; Auto mode measures the "
+       "speed-up by interleaving fp32 and bf16 steps");
+  if (e.step_ms_total <= 0) return std::nullopt;
+  const double ms = e.phase(Phase::Forward).wall_ms_total + e.phase(Phase::Backward).wall_ms_total;
+  const double share = std::min(1.0, ms / e.step_ms_total);
+  if (share < thresholds::kEligibleFp32ShareOfKernels) return std::nullopt;
+  std::string units;
+  for (const std::string& u : device.cpu_bf16_units) units += (units.empty() ? "" : ", ") + u;
+  Finding f;
+  f.id = std::string(finding_id::kMixedPrecision);
+  f.severity = Severity::Info;
+  f.title = "This CPU has bf16 units: forward and backward could run in bf16 (mixed precision)";
+  f.evidence = {{"bf16 units (cpuinfo flags)", units},
+                {"forward + backward host time (upper bound)",
+                 fmt::format("{:.1f} ms, {} of step time", ms, percent(share))}};
+  f.why =
+      "Under bf16 autocast, GEMMs and convolutions run on the CPU's bf16 units and move half the "
+      "bytes, while reductions and losses stay fp32. The gain depends on the shapes and is not "
+      "estimated here: Auto mode measures it and keeps bf16 only when the steps are faster.";
+  f.estimated_gain = fmt::format(
+      "not estimated (no CPU throughput table); bounded by the {} of step time forward and "
+      "backward take",
+      percent(share));
+  f.fix = mixed_precision_fix(false);
+  return f;
+}
+
 }  // namespace
 
 std::string mixed_precision_fix(bool cuda) {
@@ -96,13 +136,7 @@ std::string mixed_precision_fix(bool cuda) {
 std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpDeviceFacts& device,
                                                const TensorCoreResult* tc,
                                                std::vector<Unmeasured>& not_measured) {
-  if (!device.cuda) {
-    note(not_measured, "mixed-precision speed-up on CPU",
-         "a CPU has no Tensor Cores; bf16 is faster only with AMX or AVX-512 BF16, which fathom "
-         "does "
-         "not probe (Auto mode times fp32 against bf16 steps and keeps the faster)");
-    return std::nullopt;
-  }
+  if (!device.cuda) return cpu_finding(e, device, not_measured);
   if (device.compute_major < thresholds::kTensorCoreMinComputeMajor) {
     note(not_measured, "mixed-precision speed-up",
          fmt::format("compute capability {}.{} has no Tensor Cores", device.compute_major,

@@ -25,6 +25,30 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+std::vector<std::string> cpu_bf16_units(std::string_view cpuinfo) {
+  std::vector<std::string> found;
+  // The first "flags" line speaks for every core: the kernel lists the same flags on each.
+  const std::size_t at = cpuinfo.find("\nflags");
+  const std::size_t begin = cpuinfo.rfind("flags", 0) == 0 ? 0 : at;
+  if (begin == std::string_view::npos) return found;
+  std::string_view line = cpuinfo.substr(begin);
+  line = line.substr(0, line.find('\n', line.front() == '\n' ? 1 : 0));
+  const std::size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return found;
+  const std::string flags = " " + std::string(line.substr(colon + 1)) + " ";
+  for (const char* unit : {"amx_bf16", "avx512_bf16"})
+    if (flags.find(" " + std::string(unit) + " ") != std::string::npos) found.emplace_back(unit);
+  return found;
+}
+
+std::vector<std::string> cpu_bf16_units() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return cpu_bf16_units(line);
+  return {};
+}
+
 namespace {
 std::tm utc_now() {
   std::time_t t = std::time(nullptr);

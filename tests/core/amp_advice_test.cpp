@@ -41,6 +41,23 @@ TEST(AmpAdvice, CpuGivesNoFindingAndSaysWhy) {
   EXPECT_EQ(nm.size(), 1u);
 }
 
+TEST(AmpAdvice, CpuWithBf16UnitsSuggestsBf16WithoutInventingAGain) {
+  std::vector<Unmeasured> nm;
+  AmpDeviceFacts cpu;
+  cpu.cpu_bf16_units = {"amx_bf16", "avx512_bf16"};
+  const std::optional<Finding> f =
+      mixed_precision_finding(epoch_with_device_times(), cpu, nullptr, nm);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->id, "precision.mixed");
+  EXPECT_EQ(f->severity, Severity::Info);
+  EXPECT_EQ(evidence(*f, "bf16 units (cpuinfo flags)"), "amx_bf16, avx512_bf16");
+  EXPECT_NE(evidence(*f, "forward + backward host time (upper bound)"), "");
+  EXPECT_FALSE(f->gain_fraction);  // no CPU peak table: no number
+  EXPECT_NE(f->estimated_gain.find("not estimated"), std::string::npos) << f->estimated_gain;
+  EXPECT_NE(f->fix.find("torch::kCPU"), std::string::npos);
+  EXPECT_TRUE(has(nm, "mixed-precision speed-up on CPU"));
+}
+
 TEST(AmpAdvice, PreVoltaHasNoTensorCores) {
   std::vector<Unmeasured> nm;
   EXPECT_FALSE(

@@ -25,6 +25,8 @@ struct AmpDeviceFacts {
   std::string device_name;
   int compute_major = 0;
   int compute_minor = 0;
+  // CPU runs: the bf16 units the host has (cpu_bf16_units(), host_info.h); empty: none.
+  std::vector<std::string> cpu_bf16_units;
 };
 
 // The eligible work comes from the Tensor Core analysis when one ran (tc: CUPTI kernels, with
