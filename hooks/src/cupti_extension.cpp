@@ -29,8 +29,20 @@ CuptiExtension::CuptiExtension(const Options& options, std::optional<DevicePrope
     return;
   }
   auto sink = [this](GpuActivity&& batch) { take(std::move(batch)); };
+  if (!options.record_activity().empty()) {
+    try {
+      recorder_ = std::make_unique<ActivityFileWriter>(options.record_activity());
+    } catch (const std::exception& e) {
+      own_notes_.push_back({"GPU activity file", e.what()});
+    }
+  }
   collector_ = start ? start(sink) : CuptiCollector::start(sink);
   if (!collector_) collector_ = CuptiCollector::unavailable("the collector could not be created");
+  if (recorder_ && device_) {
+    GpuActivity header;
+    header.devices.push_back(*device_);
+    record(header);
+  }
   if (collector_->collecting())
     ops_ = std::make_unique<OpCorrelation>(*collector_, options.record_shapes());
   report_changes(env);
@@ -39,9 +51,31 @@ CuptiExtension::CuptiExtension(const Options& options, std::optional<DevicePrope
 CuptiExtension::~CuptiExtension() {
   ops_.reset();  // no op may reach the collector while it stops
   if (collector_) collector_->stop();
+  if (recorder_) {
+    try {
+      recorder_->close();  // the end line: a complete file, told apart from a truncated one
+    } catch (const std::exception& e) {
+      std::cerr << "fathom: the GPU activity file is incomplete: " << e.what() << "\n";
+    }
+  }
+}
+
+void CuptiExtension::record(const GpuActivity& batch) noexcept {
+  if (!recorder_) return;
+  try {
+    recorder_->write(batch);
+  } catch (const std::exception& e) {
+    // A full disk must not stop the measurements: the file stops, the report says why.
+    try {
+      own_notes_.push_back({"GPU activity file", std::string(e.what()) + "; recording stopped"});
+    } catch (...) {
+    }
+    recorder_.reset();
+  }
 }
 
 void CuptiExtension::take(GpuActivity&& batch) noexcept {
+  record(batch);
   if (aggregator_) aggregator_->add(batch);
 }
 
@@ -49,7 +83,13 @@ void CuptiExtension::annotate(const char* name, std::int64_t begin_ns,
                               std::int64_t end_ns) noexcept {
   if (!aggregator_ || !collecting()) return;
   try {
-    aggregator_->add(AnnotationRecord{name, 0, begin_ns, end_ns});
+    AnnotationRecord a{name, 0, begin_ns, end_ns};
+    if (recorder_) {
+      GpuActivity batch;
+      batch.annotations.push_back(a);
+      record(batch);
+    }
+    aggregator_->add(std::move(a));
   } catch (...) {
   }
 }
@@ -142,6 +182,8 @@ void CuptiExtension::report_changes(Environment& env) noexcept {
       env.not_measured.push_back(std::move(u));
     }
     notes_reported_ = notes.size();
+    for (; own_notes_reported_ < own_notes_.size(); ++own_notes_reported_)
+      env.not_measured.push_back(own_notes_[own_notes_reported_]);
   } catch (...) {
   }
 }

@@ -5,6 +5,7 @@
 // the batches to a GpuAggregator whose GPU summary is built at each epoch end. When CUPTI is
 // absent, busy with another tool or fails, the report says why and the phases are still timed.
 #include <c10/core/Device.h>
+#include <fathom/activity_file.h>
 #include <fathom/cupti_collector.h>
 #include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_summary.h>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "op_correlation.h"
 #include "session_extension.h"
@@ -46,10 +48,14 @@ class CuptiExtension final : public SessionExtension {
   void take(GpuActivity&& batch) noexcept;
   void annotate(const char* name, std::int64_t begin_ns, std::int64_t end_ns) noexcept;
   void report_changes(Environment& env) noexcept;
+  void record(const GpuActivity& batch) noexcept;
 
   std::unique_ptr<CuptiCollector> collector_;
   std::unique_ptr<OpCorrelation> ops_;
   std::unique_ptr<GpuAggregator> aggregator_;
+  std::unique_ptr<ActivityFileWriter> recorder_;  // Options::record_activity, when set
+  std::vector<Unmeasured> own_notes_;             // what failed here, for report_changes
+  std::size_t own_notes_reported_ = 0;
   std::optional<DeviceProperties> device_;
   std::optional<GpuSummary> last_summary_;
   std::size_t notes_reported_ = 0;

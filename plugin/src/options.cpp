@@ -38,10 +38,11 @@ constexpr Choices<bool, 8> kSwitches{{{"on", true},
 // Every variable fathom reads. A FATHOM_* name one or two edits away from one of them is an
 // error (a typo must not silently leave a setting at its default); other FATHOM_* names are left
 // alone with a warning, because build scripts and users name their own variables that way too.
-constexpr std::array<std::string_view, 9> kKnownVariables{
-    "FATHOM_MODE",          "FATHOM_REPORT_DIR", "FATHOM_RUN_NAME", "FATHOM_NVTX",
-    "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",      "FATHOM_PRINT",    "FATHOM_CHECKPOINT_BUDGET",
-    "FATHOM_MERGE_TIMEOUT"};  // FATHOM_MERGE_TIMEOUT: read by rank_info.cpp
+constexpr std::array<std::string_view, 10>
+    kKnownVariables{"FATHOM_MODE",           "FATHOM_REPORT_DIR",        "FATHOM_RUN_NAME",
+                    "FATHOM_NVTX",           "FATHOM_RECORD_SHAPES",     "FATHOM_CUPTI",
+                    "FATHOM_PRINT",          "FATHOM_CHECKPOINT_BUDGET", "FATHOM_MERGE_TIMEOUT",
+                    "FATHOM_RECORD_ACTIVITY"};  // FATHOM_MERGE_TIMEOUT: read by rank_info.cpp
 
 template <typename T, std::size_t N>
 T parse_choice(const char* variable, std::string_view value, const Choices<T, N>& choices) {
@@ -120,6 +121,12 @@ Options Options::with_env() const {
   if (const char* v = get("FATHOM_REPORT_DIR")) {
     if (!*v) throw Error("FATHOM_REPORT_DIR is empty; set it to a writable folder or unset it");
     o.report_dir_ = v;
+  }
+  if (const char* v = get("FATHOM_RECORD_ACTIVITY")) {
+    if (!*v)
+      throw Error(
+          "FATHOM_RECORD_ACTIVITY is empty; set it to a file (e.g. run.jsonl.gz) or unset it");
+    o.record_activity_ = v;
   }
   if (const char* v = get("FATHOM_RUN_NAME")) {
     if (!*v || std::strchr(v, '/'))

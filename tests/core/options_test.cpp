@@ -74,6 +74,16 @@ TEST(Options, UnrelatedFathomVariableIsLeftAlone) {
   EXPECT_NE(err.find("ignoring FATHOM_BUILD_DIR"), std::string::npos) << err;
 }
 
+TEST(Options, RecordActivityFromTheEnvironment) {
+  EXPECT_EQ(Options().record_activity(), "");
+  {
+    ScopedEnv file("FATHOM_RECORD_ACTIVITY", "/tmp/run.jsonl.gz");
+    EXPECT_EQ(Options().with_env().record_activity(), "/tmp/run.jsonl.gz");
+  }
+  ScopedEnv empty("FATHOM_RECORD_ACTIVITY", "");
+  EXPECT_THROW((void)Options().with_env(), Error);
+}
+
 TEST(Options, EmptyReportDirIsAnError) {
   ScopedEnv dir("FATHOM_REPORT_DIR", "");
   EXPECT_THROW((void)Options().with_env(), Error);

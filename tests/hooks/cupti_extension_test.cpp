@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
 
 #include "fake_cupti.h"
 
@@ -110,6 +114,56 @@ TEST_F(CuptiExtensionTest, AnEpochOfWorkEndsInASummaryWithOpsAndPhases) {
     forward = forward || (p.phase == "forward" && p.kernel_ns == 500'000);
   EXPECT_TRUE(forward) << "the kernel counts for the phase that launched it";
   EXPECT_TRUE(env.not_measured.empty());
+}
+
+TEST_F(CuptiExtensionTest, EveryBatchIsRecordedToAnActivityFileThatReplays) {
+  const std::string path =
+      ::testing::TempDir() + "fathom_activity_" + std::to_string(::getpid()) + ".jsonl.gz";
+  {
+    auto e = make(Options().record_activity(path).record_shapes(true));
+    ASSERT_TRUE(e->collecting());
+    e->on_epoch_begin(0);
+    e->on_step_begin(0);
+    e->on_phase_begin(Phase::Forward);
+    {
+      LaunchInside launcher;
+      torch::mm(torch::ones({30, 16}), torch::ones({16, 8}));
+    }
+    e->on_phase_end(Phase::Forward, false);
+    e->on_step_end(0, false);
+    EpochSummary epoch;
+    e->on_epoch_measured(epoch, env);
+  }                                           // the end line is written when the extension goes
+  const GpuActivity a = load_activity(path);  // throws on a truncated file
+  std::remove(path.c_str());
+  ASSERT_EQ(a.devices.size(), 1u);
+  EXPECT_EQ(a.devices[0].name, "fake GPU");
+  ASSERT_EQ(a.kernels.size(), 1u);
+  EXPECT_EQ(a.kernels[0].name, "ampere_sgemm_128x64_nn");
+  EXPECT_EQ(a.runtime_calls.size(), 1u);
+  bool mm = false;
+  for (const OpRecord& op : a.ops) mm = mm || op.name == "aten::mm";
+  EXPECT_TRUE(mm) << "the eligible op, with its shapes, for the Tensor Core analysis";
+  bool forward = false, step = false;
+  for (const AnnotationRecord& r : a.annotations) {
+    forward = forward || r.name == "forward";
+    step = step || r.name == "step 0";
+  }
+  EXPECT_TRUE(forward && step) << "the phase and step annotations travel with the records";
+  EXPECT_TRUE(env.not_measured.empty());
+}
+
+TEST_F(CuptiExtensionTest, AnActivityFileThatCannotBeWrittenIsReportedAndCollectionGoesOn) {
+  auto e = make(Options().record_activity("/nonexistent-fathom-dir/run.jsonl"));
+  EXPECT_TRUE(e->collecting());
+  EXPECT_TRUE(mentions(env.not_measured, "/nonexistent-fathom-dir/run.jsonl"));
+  e->on_epoch_begin(0);
+  e->on_step_begin(0);
+  e->on_step_end(0, false);
+  EpochSummary epoch;
+  e->on_epoch_measured(epoch, env);
+  EXPECT_TRUE(epoch.gpu.has_value());
+  EXPECT_EQ(env.not_measured.size(), 1u) << "said once";
 }
 
 TEST_F(CuptiExtensionTest, ShapesAreRecordedWhenAsked) {

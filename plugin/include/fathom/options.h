@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace fathom {
 
@@ -64,6 +65,16 @@ class Options {
   }
   bool cupti() const noexcept { return cupti_; }
 
+  // Also write every GPU activity record CUPTI delivers (kernels, copies, runtime calls, ops, the
+  // phase and step annotations) to this file, JSON lines, gzip-compressed when the name ends in
+  // .gz: for `fathom analyze`, and as fixtures that replay a real GPU run in CPU tests. Empty:
+  // off. FATHOM_RECORD_ACTIVITY=path.
+  Options& record_activity(std::string path) {
+    record_activity_ = std::move(path);
+    return *this;
+  }
+  const std::string& record_activity() const noexcept { return record_activity_; }
+
   // Print the terminal report at each epoch end.
   Options& print_report(bool v) {
     print_report_ = v;
@@ -94,6 +105,7 @@ class Options {
   NvtxLevel nvtx_ = NvtxLevel::Modules;
   bool record_shapes_ = false;
   bool cupti_ = true;
+  std::string record_activity_;
   bool print_report_ = true;
   std::optional<MemoryBudget> checkpoint_budget_;
 };
