@@ -72,6 +72,22 @@ struct LaunchInside {
   at::CallbackHandle handle;
 };
 
+// One epoch of one step whose forward phase runs an mm that "launches" a kernel.
+EpochSummary one_epoch_with_an_mm(CuptiExtension& e, Environment& env) {
+  e.on_epoch_begin(0);
+  e.on_step_begin(0);
+  e.on_phase_begin(Phase::Forward);
+  {
+    LaunchInside launcher;
+    torch::mm(torch::ones({30, 16}), torch::ones({16, 8}));
+  }
+  e.on_phase_end(Phase::Forward, false);
+  e.on_step_end(0, false);
+  EpochSummary epoch;
+  e.on_epoch_measured(epoch, env);
+  return epoch;
+}
+
 TEST_F(CuptiExtensionTest, AnEpochOfWorkEndsInASummaryWithOpsAndPhases) {
   auto e = make();
   ASSERT_TRUE(e->collecting());
@@ -122,17 +138,7 @@ TEST_F(CuptiExtensionTest, EveryBatchIsRecordedToAnActivityFileThatReplays) {
   {
     auto e = make(Options().record_activity(path).record_shapes(true));
     ASSERT_TRUE(e->collecting());
-    e->on_epoch_begin(0);
-    e->on_step_begin(0);
-    e->on_phase_begin(Phase::Forward);
-    {
-      LaunchInside launcher;
-      torch::mm(torch::ones({30, 16}), torch::ones({16, 8}));
-    }
-    e->on_phase_end(Phase::Forward, false);
-    e->on_step_end(0, false);
-    EpochSummary epoch;
-    e->on_epoch_measured(epoch, env);
+    one_epoch_with_an_mm(*e, env);
   }                                           // the end line is written when the extension goes
   const GpuActivity a = load_activity(path);  // throws on a truncated file
   std::remove(path.c_str());
@@ -168,17 +174,7 @@ TEST_F(CuptiExtensionTest, AnActivityFileThatCannotBeWrittenIsReportedAndCollect
 
 TEST_F(CuptiExtensionTest, ShapesAreRecordedWhenAsked) {
   auto e = make(Options().record_shapes(true));
-  e->on_epoch_begin(0);
-  e->on_step_begin(0);
-  e->on_phase_begin(Phase::Forward);
-  {
-    LaunchInside launcher;
-    torch::mm(torch::ones({30, 16}), torch::ones({16, 8}));
-  }
-  e->on_phase_end(Phase::Forward, false);
-  e->on_step_end(0, false);
-  EpochSummary epoch;
-  e->on_epoch_measured(epoch, env);
+  one_epoch_with_an_mm(*e, env);
   const TensorCoreResult& tc = e->last_summary()->tensor_cores;
   ASSERT_FALSE(tc.on_cuda_cores.empty());
   EXPECT_EQ(tc.on_cuda_cores[0].shapes, "[30,16] [16,8]");
