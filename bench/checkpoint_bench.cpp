@@ -81,18 +81,8 @@ std::vector<fathom::ChainBlock> measure(Model& m) {
     }
   }
   std::vector<fathom::ChainBlock> chain;
-  for (const fathom::ModuleMeasurement& x : session.report().epochs.at(0).modules->modules) {
-    fathom::ChainBlock b;
-    b.name = x.name;
-    b.own_bytes = x.own_bytes;
-    b.input_saved_bytes = x.input_saved_bytes;
-    b.output_saved_bytes = x.output_saved_bytes;
-    b.input_bytes = x.input_bytes;
-    b.output_bytes = x.output_bytes;
-    b.aliases_input = x.aliases_input;
-    b.forward_ms = x.forward_ms;
-    chain.push_back(b);
-  }
+  for (const fathom::ModuleMeasurement& x : session.report().epochs.at(0).modules->modules)
+    chain.push_back(fathom::chain_block(x));
   return chain;
 }
 

@@ -427,8 +427,8 @@ int main(int argc, char** argv) try {
   std::printf("  module scope (watched module)     %8.0f ns\n", m.module_scope_ns);
   std::printf("  one ATen op (at::mul, 4 floats)   %8.0f ns  (%.0f RecordFunction call(s) each)\n",
               m.op_ns, m.ops_per_call);
-  std::printf("  + fathom op callback              %8.0f ns  (+shapes: %.0f ns)%s\n", m.fathom_op_ns,
-              m.fathom_op_shapes_ns,
+  std::printf("  + fathom op callback              %8.0f ns  (+shapes: %.0f ns)%s\n",
+              m.fathom_op_ns, m.fathom_op_shapes_ns,
               fathom::nvtx::tool_attached() ? "" : "  [not registered: no NVTX tool]");
   std::printf("  + torch profiler (Kineto, CPU)    %8.0f ns\n", m.kineto_op_ns);
   std::printf("  + torch emit_nvtx                 %8.0f ns\n", m.emit_nvtx_op_ns);

@@ -46,18 +46,7 @@ void train(Session& session, torch::nn::Sequential& model, int steps, std::int64
 
 std::vector<ChainBlock> measured_chain(const ModuleReport& m) {
   std::vector<ChainBlock> chain;
-  for (const ModuleMeasurement& x : m.modules) {
-    ChainBlock b;
-    b.name = x.name;
-    b.own_bytes = x.own_bytes;
-    b.input_saved_bytes = x.input_saved_bytes;
-    b.output_saved_bytes = x.output_saved_bytes;
-    b.input_bytes = x.input_bytes;
-    b.output_bytes = x.output_bytes;
-    b.aliases_input = x.aliases_input;
-    b.forward_ms = x.forward_ms;
-    chain.push_back(b);
-  }
+  for (const ModuleMeasurement& x : m.modules) chain.push_back(chain_block(x));
   return chain;
 }
 

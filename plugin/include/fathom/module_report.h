@@ -31,6 +31,20 @@ struct ModuleMeasurement {
   bool checkpointed = false;                // run inside fathom::checkpoint at the epoch's end
 };
 
+// The planner's view of a measured block, e.g. to plan again from a saved report.
+inline ChainBlock chain_block(const ModuleMeasurement& m) {
+  ChainBlock b;
+  b.name = m.name;
+  b.own_bytes = m.own_bytes;
+  b.input_saved_bytes = m.input_saved_bytes;
+  b.output_saved_bytes = m.output_saved_bytes;
+  b.input_bytes = m.input_bytes;
+  b.output_bytes = m.output_bytes;
+  b.aliases_input = m.aliases_input;
+  b.forward_ms = m.forward_ms;
+  return b;
+}
+
 struct CheckpointPlanReport {
   std::string chain;
   std::string budget;             // as set: "12.00 GiB", "80 % of device memory"
