@@ -51,6 +51,7 @@ CuptiExtension::CuptiExtension(const Options& options, std::optional<DevicePrope
 CuptiExtension::~CuptiExtension() {
   ops_.reset();  // no op may reach the collector while it stops
   if (collector_) collector_->stop();
+  record(unrecorded_annotations_);
   if (recorder_) {
     try {
       recorder_->close();  // the end line: a complete file, told apart from a truncated one
@@ -84,11 +85,7 @@ void CuptiExtension::annotate(const char* name, std::int64_t begin_ns,
   if (!aggregator_ || !collecting()) return;
   try {
     AnnotationRecord a{name, 0, begin_ns, end_ns};
-    if (recorder_) {
-      GpuActivity batch;
-      batch.annotations.push_back(a);
-      record(batch);
-    }
+    if (recorder_) unrecorded_annotations_.annotations.push_back(a);
     aggregator_->add(std::move(a));
   } catch (...) {
   }
@@ -129,6 +126,10 @@ void CuptiExtension::on_step_end(std::int64_t step, bool) noexcept {
   } catch (...) {
   }
   data_begin_ns_ = now;
+  if (recorder_ && !unrecorded_annotations_.annotations.empty()) {
+    record(unrecorded_annotations_);
+    unrecorded_annotations_.annotations.clear();
+  }
   if (!collecting()) return;
   if (kineto_profiling()) {
     ops_.reset();

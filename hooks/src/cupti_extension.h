@@ -54,6 +54,7 @@ class CuptiExtension final : public SessionExtension {
   std::unique_ptr<OpCorrelation> ops_;
   std::unique_ptr<GpuAggregator> aggregator_;
   std::unique_ptr<ActivityFileWriter> recorder_;  // Options::record_activity, when set
+  GpuActivity unrecorded_annotations_;            // written once a step, not at every phase end
   std::vector<Unmeasured> own_notes_;             // what failed here, for report_changes
   std::size_t own_notes_reported_ = 0;
   std::optional<DeviceProperties> device_;

@@ -4,6 +4,9 @@
 
 #include <ctime>
 #include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
 
 namespace fathom {
 
@@ -26,18 +29,18 @@ std::string cpu_model() {
 }
 
 std::vector<std::string> cpu_bf16_units(std::string_view cpuinfo) {
-  std::vector<std::string> found;
   // The first "flags" line speaks for every core: the kernel lists the same flags on each.
-  const std::size_t at = cpuinfo.find("\nflags");
-  const std::size_t begin = cpuinfo.rfind("flags", 0) == 0 ? 0 : at;
-  if (begin == std::string_view::npos) return found;
-  std::string_view line = cpuinfo.substr(begin);
-  line = line.substr(0, line.find('\n', line.front() == '\n' ? 1 : 0));
+  std::istringstream lines{std::string(cpuinfo)};
+  std::string line;
+  while (std::getline(lines, line) && line.rfind("flags", 0) != 0) {
+  }
+  std::vector<std::string> found;
   const std::size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return found;
-  const std::string flags = " " + std::string(line.substr(colon + 1)) + " ";
+  if (line.rfind("flags", 0) != 0 || colon == std::string::npos) return found;
+  std::istringstream words(line.substr(colon + 1));
+  const std::set<std::string> flags{std::istream_iterator<std::string>(words), {}};
   for (const char* unit : {"amx_bf16", "avx512_bf16"})
-    if (flags.find(" " + std::string(unit) + " ") != std::string::npos) found.emplace_back(unit);
+    if (flags.count(unit)) found.emplace_back(unit);
   return found;
 }
 
