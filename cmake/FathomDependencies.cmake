@@ -14,7 +14,9 @@ find_package(fmt 9 QUIET CONFIG)
 if(NOT fmt_FOUND)
   find_path(FATHOM_FMT_INCLUDE fmt/format.h HINTS ${FATHOM_DEPS_DIR}/fmt/include REQUIRED NO_DEFAULT_PATH)
   add_library(fathom_fmt_header_only INTERFACE)
-  target_include_directories(fathom_fmt_header_only SYSTEM INTERFACE ${FATHOM_FMT_INCLUDE})
+  # BUILD_INTERFACE: the carried folder may sit in the source tree (.deps), which an exported
+  # target must not name; the static core's users need no fmt headers.
+  target_include_directories(fathom_fmt_header_only SYSTEM INTERFACE $<BUILD_INTERFACE:${FATHOM_FMT_INCLUDE}>)
   target_compile_definitions(fathom_fmt_header_only INTERFACE FMT_HEADER_ONLY=1)
   add_library(fmt::fmt ALIAS fathom_fmt_header_only)
   install(TARGETS fathom_fmt_header_only EXPORT fathomTargets)
@@ -24,14 +26,23 @@ find_package(nlohmann_json 3.10 QUIET CONFIG)
 if(NOT nlohmann_json_FOUND)
   find_path(FATHOM_JSON_INCLUDE nlohmann/json.hpp HINTS ${FATHOM_DEPS_DIR}/nlohmann/include REQUIRED)
   add_library(fathom_json_header_only INTERFACE)
-  target_include_directories(fathom_json_header_only SYSTEM INTERFACE ${FATHOM_JSON_INCLUDE})
+  target_include_directories(fathom_json_header_only SYSTEM INTERFACE $<BUILD_INTERFACE:${FATHOM_JSON_INCLUDE}>)
   add_library(nlohmann_json::nlohmann_json ALIAS fathom_json_header_only)
   install(TARGETS fathom_json_header_only EXPORT fathomTargets)
 endif()
 
 # zlib reads and writes gzip traces and replay files (.json.gz, .jsonl.gz); without it fathom
-# reads and writes plain files only, and says so when given a .gz.
-find_package(ZLIB QUIET)
+# reads and writes plain files only, and says so when given a .gz (gz_file.cpp). The GPU machine
+# may lack zlib's headers; FATHOM_WITH_ZLIB=OFF builds that way here (tests/gpu/run --check).
+option(FATHOM_WITH_ZLIB "Read and write gzip files with zlib, when it is found" ON)
+if(FATHOM_WITH_ZLIB)
+  find_package(ZLIB QUIET)
+endif()
+if(NOT ZLIB_FOUND)
+  set(ZLIB_FOUND FALSE)
+  message(STATUS "fathom: without zlib (not found, or FATHOM_WITH_ZLIB=OFF): .gz traces and "
+                 "activity files are refused with an error that says so; plain files work")
+endif()
 
 # NVTX3 is header-only and ships with the CUDA toolkit; CUPTI comes with the toolkit as well.
 find_package(CUDAToolkit QUIET)

@@ -191,6 +191,7 @@ std::optional<std::int64_t> CheckpointExtension::allocator_peak() const noexcept
   if (!device_) return std::nullopt;
   try {
     auto stats = c10::getDeviceAllocator(device_->type())->getDeviceStats(device_->index());
+    // The run's peak (fathom never resets the allocator's peaks: they are the user's).
     return stats.allocated_bytes[kAggregate].peak;
   } catch (const std::exception&) {
     return std::nullopt;

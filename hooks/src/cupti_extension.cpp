@@ -1,7 +1,11 @@
 #include "cupti_extension.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <fathom/clock.h>
+#include <kineto/libkineto.h>
 #include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <exception>
@@ -12,22 +16,33 @@ namespace fathom::detail {
 
 bool kineto_profiling() noexcept {
   try {
+    // Recording: torch's profiler state is pushed by enableProfiler.
     auto* state = torch::profiler::impl::ProfilerStateBase::get();
-    return state && state->profilerType() == torch::profiler::impl::ActiveProfilerType::KINETO;
+    if (state && state->profilerType() == torch::profiler::impl::ActiveProfilerType::KINETO)
+      return true;
+    // Warming up: Kineto already owns CUPTI (its callbacks, its kinds) before torch's state is
+    // pushed. Its activity profiler says so from the warm-up to the end of the trace.
+    auto& kineto = libkineto::api();
+    return kineto.isProfilerInitialized() && kineto.activityProfiler().isActive();
   } catch (...) {
     return false;
   }
 }
 
+KnownClient torch_profiler_client() {
+  // torch 2.11's Kineto subscribes without a name; a later one may give one.
+  return {"torch.profiler (Kineto)",
+          [] { return kineto_profiling(); },
+          {"kineto", "Kineto", "pytorch"}};
+}
+
 CuptiExtension::CuptiExtension(const Options& options, std::optional<DeviceProperties> device,
-                               Environment& env, Starter start)
-    : aggregator_(std::make_unique<GpuAggregator>()), device_(std::move(device)) {
-  if (kineto_profiling()) {
-    collector_ = CuptiCollector::busy(
-        "torch.profiler (Kineto) is profiling and holds CUPTI: fathom leaves it alone");
-    report_changes(env);
-    return;
-  }
+                               Environment& env, Starter start, CuptiDeviceHooks hooks)
+    : aggregator_(std::make_unique<GpuAggregator>()),
+      device_(std::move(device)),
+      hooks_(std::move(hooks)),
+      record_shapes_(options.record_shapes()),
+      thread_(cupti_thread_id()) {
   auto sink = [this](GpuActivity&& batch) { take(std::move(batch)); };
   if (!options.record_activity().empty()) {
     try {
@@ -36,15 +51,26 @@ CuptiExtension::CuptiExtension(const Options& options, std::optional<DevicePrope
       own_notes_.push_back({"GPU activity file", e.what()});
     }
   }
-  collector_ = start ? start(sink) : CuptiCollector::start(sink);
+  CuptiConfig config;
+  config.known_clients.push_back(torch_profiler_client());
+  config.where = [this] {
+    return began_ ? "epoch " + std::to_string(epoch_) + ", step " + std::to_string(step_)
+                  : std::string("the session start");
+  };
+  config.synchronize_device = hooks_.synchronize;
+  try {
+    collector_ =
+        start ? start(sink, std::move(config)) : CuptiCollector::start(sink, std::move(config));
+  } catch (...) {
+  }
   if (!collector_) collector_ = CuptiCollector::unavailable("the collector could not be created");
+  thread_ = cupti_thread_id();  // the thread id type is read when the collector arms
   if (recorder_ && device_) {
     GpuActivity header;
     header.devices.push_back(*device_);
     record(header);
   }
-  if (collector_->collecting())
-    ops_ = std::make_unique<OpCorrelation>(*collector_, options.record_shapes());
+  follow_collector();
   report_changes(env);
 }
 
@@ -58,6 +84,19 @@ CuptiExtension::~CuptiExtension() {
     } catch (const std::exception& e) {
       std::cerr << "fathom: the GPU activity file is incomplete: " << e.what() << "\n";
     }
+  }
+}
+
+// The op hooks live as long as the collector can collect, standing aside included.
+void CuptiExtension::follow_collector() noexcept {
+  try {
+    if (collector_ && collector_->live()) {
+      if (!ops_) ops_ = std::make_unique<OpCorrelation>(*collector_, record_shapes_);
+    } else {
+      ops_.reset();
+    }
+  } catch (...) {
+    ops_.reset();
   }
 }
 
@@ -84,7 +123,8 @@ void CuptiExtension::annotate(const char* name, std::int64_t begin_ns,
                               std::int64_t end_ns) noexcept {
   if (!aggregator_ || !collecting()) return;
   try {
-    AnnotationRecord a{name, 0, begin_ns, end_ns};
+    // The training thread as CUPTI names it, so the timeline can prefer its ranges.
+    AnnotationRecord a{name, thread_, begin_ns, end_ns};
     if (recorder_) unrecorded_annotations_.annotations.push_back(a);
     aggregator_->add(std::move(a));
   } catch (...) {
@@ -106,6 +146,8 @@ void CuptiExtension::on_step_begin(std::int64_t step) noexcept {
 }
 
 void CuptiExtension::on_phase_begin(Phase p) noexcept {
+  // A profiler seen here gets CUPTI before this phase launches anything.
+  if (collector_) collector_->check_clients();
   const auto i = static_cast<std::size_t>(p);
   phase_begin_ns_[i] = now_ns();
   phase_pushed_[i] = external_ids_enabled();
@@ -116,6 +158,7 @@ void CuptiExtension::on_phase_end(Phase p, bool) noexcept {
   const auto i = static_cast<std::size_t>(p);
   if (phase_pushed_[i]) pop_external_id(ExternalIdKind::Phase);
   phase_pushed_[i] = 0;
+  if (hooks_.phase_events && collector_) collector_->note_traced_calls(2);
   annotate(std::string(phase_name(p)).c_str(), phase_begin_ns_[i], now_ns());
 }
 
@@ -130,27 +173,25 @@ void CuptiExtension::on_step_end(std::int64_t step, bool) noexcept {
     record(unrecorded_annotations_);
     unrecorded_annotations_.annotations.clear();
   }
-  if (!collecting()) return;
-  if (kineto_profiling()) {
-    ops_.reset();
-    try {
-      collector_->yield("torch.profiler (Kineto) started profiling during epoch " +
-                        std::to_string(epoch_) + ", step " + std::to_string(step) +
-                        " and took CUPTI");
-    } catch (...) {
-    }
-    return;
-  }
+  if (!collector_ || !collector_->live()) return;
   collector_->flush(/*force=*/false);
-  if (!collector_->collecting()) ops_.reset();
+  follow_collector();
   if (aggregator_) aggregator_->flush();
 }
 
 void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) noexcept {
-  // The session waited for the epoch's device work (DeviceMeter::drain) before this call, so a
-  // forced flush returns every record of the epoch.
+  // Every stream, not just the current one the phase events were on (NCCL, side streams): then a
+  // forced flush returns every record of the epoch complete.
+  if (collector_ && collector_->collecting() && hooks_.synchronize) {
+    try {
+      hooks_.synchronize();
+    } catch (const std::exception& e) {
+      std::cerr << "fathom: the device could not be synchronized at the epoch end: " << e.what()
+                << "\n";
+    }
+  }
   if (collector_) collector_->flush(/*force=*/true);
-  if (collector_ && !collector_->collecting()) ops_.reset();
+  follow_collector();
   report_changes(env);
   if (!aggregator_) return;
   try {
@@ -171,14 +212,14 @@ void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) no
   }
 }
 
-// Each new reason the collector gives goes into the report once; one that appears after the
-// start says from when.
+// Each new reason the collector gives goes into the report once. A reason found after the
+// start says from when, unless it already says where (the collector's own "at epoch E, step S").
 void CuptiExtension::report_changes(Environment& env) noexcept {
   try {
     const std::vector<Unmeasured> notes = collector_->not_measured();
     for (std::size_t i = notes_reported_; i < notes.size(); ++i) {
       Unmeasured u = notes[i];
-      if (began_)
+      if (began_ && u.why.find(", step ") == std::string::npos)
         u.why += " (from epoch " + std::to_string(epoch_) + ", step " + std::to_string(step_) + ")";
       env.not_measured.push_back(std::move(u));
     }
@@ -205,7 +246,17 @@ std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options,
                              static_cast<std::int64_t>(p->totalGlobalMem)};
   } catch (const std::exception&) {
   }
-  return std::make_unique<CuptiExtension>(options, std::move(props), env);
+  CuptiDeviceHooks hooks;
+  const c10::DeviceIndex index = device->index();
+  hooks.synchronize = [index] {
+    // Never during a CUDA graph capture: a synchronize there would end the user's capture.
+    c10::cuda::CUDAGuard guard(index);
+    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) return;
+    c10::cuda::device_synchronize();
+  };
+  hooks.phase_events = true;  // the session's DeviceMeter records CUDA events around phases
+  return std::make_unique<CuptiExtension>(options, std::move(props), env, CuptiExtension::Starter{},
+                                          std::move(hooks));
 }
 
 }  // namespace fathom::detail

@@ -37,7 +37,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   OpRecord& op = ctx->op;
   op.name = fn.name();
   op.sequence_nr = fn.seqNr();
-  op.thread = fn.threadId();
+  // CUPTI's thread id for this thread (pthread_self() truncated, or the OS id), not
+  // RecordFunction's threadId(), a counter of its own: launches are matched to ops by it.
+  op.thread = cupti_thread_id();
   op.external_id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   if constexpr (kShapes) record_inputs(fn, op);
   // CUPTI's external id stacks are per thread: an op that may end on another thread is

@@ -12,6 +12,9 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <utility>
+
+#include "cuda_allocator_access.h"
 
 namespace fathom::detail {
 namespace {
@@ -30,7 +33,11 @@ constexpr std::array<std::uint32_t, kPhaseCount> kPhaseColors{
 std::atomic<SessionState*> SessionState::active{nullptr};
 
 SessionState::SessionState(Options options, std::optional<c10::Device> device)
-    : options_(std::move(options)), device_(device) {
+    : SessionState(std::move(options), device, make_allocator_access(device)) {}
+
+SessionState::SessionState(Options options, std::optional<c10::Device> device,
+                           std::unique_ptr<AllocatorAccess> allocator)
+    : options_(std::move(options)), device_(device, std::move(allocator)) {
   report_.run_name = options_.run_name().empty() ? default_run_name() : options_.run_name();
   report_path_ = options_.report_dir() + "/" + report_.run_name + ".json";
   Environment& env = report_.environment;
@@ -41,6 +48,9 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device)
   env.started_at = utc_timestamp_iso8601();
   env.mode = std::string(mode_name(options_.mode()));
   env.nvtx = std::string(nvtx_level_name(options_.nvtx()));
+  if (!device_.memory_not_measured().empty())
+    env.not_measured.push_back(
+        {"device memory per phase (caching allocator)", device_.memory_not_measured()});
   if (options_.nvtx() >= NvtxLevel::Ops) {
     op_ranges_ = std::make_unique<OpRanges>(options_.record_shapes());
     if (!op_ranges_->active())
@@ -74,6 +84,12 @@ void SessionState::begin_epoch() noexcept {
   const std::int64_t now = now_ns();
   epoch_.emplace(epoch_index_, now);
   data_gap_begin_ns_ = now;
+  // The epoch's peak covers what happens outside every phase too; the gap before the first step
+  // is the first data phase. (Intervals an epoch left open, had it never ended, close first.)
+  device_.end_memory(epoch_memory_);
+  device_.end_memory(data_gap_memory_);
+  epoch_memory_ = device_.begin_memory();
+  data_gap_memory_ = device_.begin_memory();
   if (phase_ranges()) {
     std::string label = "epoch " + std::to_string(epoch_index_) + rank_range_suffix_;
     nvtx::push(nvtx::Kind::Epoch, label.c_str());
@@ -88,10 +104,17 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     data_gap_range_.reset();
   }
   if (phase_ranges()) nvtx::pop();
+  // The gap after the last step belongs to no step: its peak counts in the epoch's alone.
+  device_.end_memory(std::exchange(data_gap_memory_, -1));
+  const std::optional<DeviceMemoryPeak> epoch_memory =
+      device_.end_memory(std::exchange(epoch_memory_, -1));
   try {
     device_.drain(/*wait=*/true, [&](const PhaseRecord& r) { epoch_->add(r); });
     if (auto peak = peak_rss_bytes()) epoch_->set_peak_rss(*peak);
     EpochSummary summary = epoch_->finish(now_ns(), by_exception);
+    // Measured over the whole epoch: higher than any phase's when the peak fell outside them,
+    // and retries and OOMs counted once even where phases nest.
+    if (epoch_memory) summary.device_memory = epoch_memory;
     for (auto& e : extensions_) e->on_epoch_measured(summary, report_.environment);
     if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, report_.environment);
     for (auto& e : extensions_) e->on_epoch_end(summary, report_.environment);
@@ -146,6 +169,7 @@ void SessionState::begin_step() noexcept {
   gap.begin_ns = data_gap_begin_ns_;
   gap.end_ns = now;
   gap.inferred = true;
+  gap.device_memory = device_.end_memory(std::exchange(data_gap_memory_, -1));
   epoch_->add(gap);
   if (phase_ranges()) {
     std::string label = "step " + std::to_string(step_index_) + rank_range_suffix_;
@@ -167,6 +191,8 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
     if (epoch_) epoch_->add(r);
   });
   data_gap_begin_ns_ = now;
+  device_.end_memory(data_gap_memory_);  // closed by begin_step, unless it never came
+  data_gap_memory_ = device_.begin_memory();
   ++step_index_;
 }
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocator_access.h"
 #include "device_meter.h"
 #include "op_ranges.h"
 #include "session_extension.h"
@@ -23,6 +24,10 @@ namespace fathom::detail {
 class SessionState {
  public:
   SessionState(Options options, std::optional<c10::Device> device);
+  // allocator: what the device meter reads memory peaks from (tests pass a fake; the two-argument
+  // form takes device's caching allocator).
+  SessionState(Options options, std::optional<c10::Device> device,
+               std::unique_ptr<AllocatorAccess> allocator);
   ~SessionState();
 
   const Options& options() const noexcept { return options_; }
@@ -76,6 +81,8 @@ class SessionState {
   std::int64_t epoch_index_ = 0;
   std::int64_t step_index_ = 0;
   std::int64_t data_gap_begin_ns_ = 0;  // end of the last step (or the epoch's start)
+  int data_gap_memory_ = -1;            // the device meter's interval over that gap
+  int epoch_memory_ = -1;               // and over the whole epoch, phases or not
   std::optional<nvtx::RangeId> data_gap_range_;
   std::unordered_map<const void*, nvtx::Name> module_names_;
   nvtx::Name epoch_name_, step_name_, data_gap_name_;

@@ -45,7 +45,13 @@ void mixed_precision(const EpochSummary& e, const GpuSummary& g, std::vector<Fin
   const int major = min_compute_major(g);
   if (major > 0 && major < thresholds::kTensorCoreMinComputeMajor) return;  // no Tensor Cores
   const double eligible = share_of(tc.eligible_cuda_core_ns, tc.kernel_ns);
-  const bool low_share = tc.share && *tc.share < thresholds::kTensorCoreShareLow;
+  // Unknown kernels are not CUDA-core kernels: the low share is judged on the decided time, and
+  // only while the undecided part is too small to hide the matrix work.
+  const std::int64_t unknown_ns = tc.decisions.unknown.ns;
+  const std::int64_t cuda_ns = tc.decisions.cuda_cores_by_name.ns;
+  const auto decided_share = share_of(tc.tensor_core_ns, tc.tensor_core_ns + cuda_ns);
+  const bool low_share = cuda_ns > 0 && decided_share < thresholds::kTensorCoreShareLow &&
+                         share_of(unknown_ns, tc.kernel_ns) < thresholds::kTensorCoreShareLow;
   const bool eligible_fp32 = tc.ops_recorded && eligible > thresholds::kEligibleFp32ShareOfKernels;
   // With ops recorded, a low share alone is not enough: the model may have no GEMM to speak of.
   if (!(eligible_fp32 || (low_share && !tc.ops_recorded))) return;
@@ -55,6 +61,10 @@ void mixed_precision(const EpochSummary& e, const GpuSummary& g, std::vector<Fin
                    already_amp ? "Tensor-Core-eligible work still runs in FP32 under autocast"
                                : "Matrix work runs on CUDA cores, not Tensor Cores");
   f.evidence.push_back({"Tensor Core share of kernel time", tc.share ? percent(*tc.share) : "-"});
+  if (unknown_ns > 0)
+    f.evidence.push_back(
+        {"undecided (kernel names say neither)",
+         fmt::format("{} of kernel time", percent(share_of(unknown_ns, tc.kernel_ns)))});
   if (tc.ops_recorded) {
     f.evidence.push_back({"eligible ops only on CUDA cores",
                           fmt::format("{} of {} ({} of kernel time)", tc.eligible_only_cuda_cores,
@@ -75,8 +85,7 @@ void mixed_precision(const EpochSummary& e, const GpuSummary& g, std::vector<Fin
       "Tensor Cores run FP16 / BF16 (and TF32) matrix math several times faster than CUDA cores "
       "run FP32; autocast moves GEMMs and convolutions onto them.";
   const std::int64_t window = g.timeline.window_ns;
-  const std::int64_t on_cuda =
-      tc.ops_recorded ? tc.eligible_cuda_core_ns : tc.kernel_ns - tc.tensor_core_ns;
+  const std::int64_t on_cuda = tc.ops_recorded ? tc.eligible_cuda_core_ns : cuda_ns;
   if (window > 0) {
     f.gain_fraction = std::min(1.0, share_of(on_cuda, window));
     f.estimated_gain = fmt::format(

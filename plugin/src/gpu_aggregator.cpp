@@ -36,7 +36,10 @@ struct HeldGpu {
   HeldType type = HeldType::Kernel;
   bool tensor_core = false;
   bool communication = false;
-  std::int8_t phase = -1;  // given by the source (external correlation); -1 if not
+  std::int8_t phase = -1;      // given by the source (external correlation); -1 if not
+  bool undecided = false;      // the name says neither Tensor Cores nor CUDA cores
+  bool op_may_decide = false;  // ... and a 16- / 8-bit eligible op on this device would
+  std::uint32_t kernel = 0;    // KernelStats index
 };
 
 // The host side of a launch (a runtime call), by correlation id.
@@ -55,8 +58,11 @@ struct OpInstance {
   std::uint64_t thread = 0;
   std::int64_t tensor_core_ns = 0;
   std::int64_t cuda_core_ns = 0;
+  std::int64_t unknown_ns = 0;
   std::int32_t kernels = 0;
   std::int32_t tensor_core_kernels = 0;
+  std::int32_t unknown_kernels = 0;
+  bool tensor_core_inputs = false;  // tensor_core_input_types() of its recorded input types
 };
 
 struct PhaseRange {
@@ -111,36 +117,6 @@ std::int8_t phase_index(const std::optional<Phase>& p) noexcept {
   return p ? static_cast<std::int8_t>(*p) : std::int8_t{-1};
 }
 
-// The tensor inputs of an op, for its key and the report: shapes and types of the inputs that
-// have a shape (scalars, lists and flags carry none and would only add noise).
-std::string shapes_text(const std::vector<std::vector<std::int64_t>>& shapes) {
-  std::string out;
-  for (const auto& s : shapes) {
-    if (s.empty()) continue;
-    if (!out.empty()) out += ' ';
-    out += '[';
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      if (i) out += ',';
-      out += std::to_string(s[i]);
-    }
-    out += ']';
-  }
-  return out;
-}
-
-std::string dtypes_text(const std::vector<std::vector<std::int64_t>>& shapes,
-                        const std::vector<std::string>& dtypes) {
-  std::string out;
-  for (std::size_t i = 0; i < dtypes.size(); ++i) {
-    if (dtypes[i].empty() || (i < shapes.size() && shapes[i].empty()) ||
-        (i >= shapes.size() && !shapes.empty()))
-      continue;
-    if (!out.empty()) out += ' ';
-    out += dtypes[i];
-  }
-  return out;
-}
-
 }  // namespace
 
 struct GpuAggregator::Impl {
@@ -160,6 +136,7 @@ struct GpuAggregator::Impl {
   std::vector<DeviceState> timelines;
 
   std::int64_t records = 0, dropped = 0, late = 0, folded_names = 0, folded_ops = 0;
+  bool op_dtypes = false;
   std::int64_t steps = 0, step_ns = 0;
   std::int64_t first_step = std::numeric_limits<std::int64_t>::max(), last_step_end = kNever;
   std::int64_t min_time = std::numeric_limits<std::int64_t>::max(), max_time = kNever;
@@ -202,18 +179,29 @@ struct GpuAggregator::Impl {
     max_time = std::max(max_time, end);
   }
 
-  std::uint32_t intern_kernel(std::string_view name) {
+  // The device's compute capability, where a DeviceProperties record named it.
+  ComputeCapability capability(std::int32_t device) const noexcept {
+    for (const DeviceProperties& d : devices)
+      if (d.id == device) return {d.compute_major, d.compute_minor};
+    return {};
+  }
+
+  // One class per name, with the capability of the device it was first seen on (a process with
+  // GPUs of two architectures would need one row per device; none of the sources mixes them).
+  std::uint32_t intern_kernel(std::string_view name, std::int32_t device) {
     if (auto it = kernel_index.find(name); it != kernel_index.end()) return it->second;
-    KernelClass kind = classify_kernel(name);
+    KernelClass kind = classify_kernel(name, capability(device));
     std::string key(name);
     if (kernel_index.size() >= limits.kernel_names) {
       // Past the limit, names share a row per kind so the Tensor Core and NCCL totals stay exact.
       ++folded_names;
-      key = kind.communication ? "(more kernel names: communication)"
-            : kind.tensor_core ? "(more kernel names: tensor core)"
-                               : "(more kernel names)";
+      key = kind.communication                   ? "(more kernel names: communication)"
+            : kind.decision == Decision::Unknown ? "(more kernel names: unknown)"
+            : kind.tensor_core                   ? "(more kernel names: tensor core)"
+                                                 : "(more kernel names)";
       kind.family = "folded";
       kind.precision = Precision::Unknown;
+      kind.needs_capability = false;  // the row mixes names: it cannot say why each is unknown
       if (auto it = kernel_index.find(key); it != kernel_index.end()) return it->second;
     }
     const auto id = static_cast<std::uint32_t>(kernels.size());
@@ -226,7 +214,7 @@ struct GpuAggregator::Impl {
   }
 
   void add_kernel(const KernelRecord& r) {
-    const std::uint32_t id = intern_kernel(r.name);
+    const std::uint32_t id = intern_kernel(r.name, r.device);
     KernelStats& k = kernels[id];
     const std::int64_t d = duration(r.start_ns, r.end_ns);
     k.min_ns = k.count ? std::min(k.min_ns, d) : d;
@@ -247,6 +235,9 @@ struct GpuAggregator::Impl {
     h.tensor_core = k.kind.tensor_core;
     h.communication = k.kind.communication;
     h.phase = phase_index(r.phase);
+    h.undecided = k.kind.decision == Decision::Unknown;
+    h.op_may_decide = tensor_core_by_op(k.kind, capability(r.device), true);
+    h.kernel = id;
     hold(h);
   }
 
@@ -339,8 +330,9 @@ struct GpuAggregator::Impl {
     note_time(r.start_ns, r.end_ns);
     if (!tensor_core_eligible_op(r.name)) return;
     std::string key = r.name;
-    const std::string shapes = shapes_text(r.input_shapes);
-    const std::string dtypes = dtypes_text(r.input_shapes, r.input_dtypes);
+    const std::string shapes = op_shapes_text(r.input_shapes);
+    const std::string dtypes = op_dtypes_text(r.input_shapes, r.input_dtypes);
+    op_dtypes = op_dtypes || !dtypes.empty();
     key += '\x1f';
     key += shapes;
     key += '\x1f';
@@ -370,7 +362,9 @@ struct GpuAggregator::Impl {
     auto& instances = op_instances[cur()];
     if (r.external_id != 0)
       op_by_external_id[cur()][r.external_id] = static_cast<std::uint32_t>(instances.size());
-    instances.push_back(OpInstance{id, r.start_ns, r.end_ns, r.thread});
+    OpInstance instance{id, r.start_ns, r.end_ns, r.thread};
+    instance.tensor_core_inputs = tensor_core_input_types(r.input_dtypes);
+    instances.push_back(instance);
     check_host_limit();
   }
 
@@ -513,15 +507,26 @@ struct GpuAggregator::Impl {
 
     const std::int64_t d = h.end - h.start;
     if (h.type == HeldType::Kernel) {
+      bool tensor_core = h.tensor_core, unknown = h.undecided && !h.communication;
+      if (unknown && op && op->tensor_core_inputs && h.op_may_decide) {
+        tensor_core = true;
+        unknown = false;
+        ++kernels[h.kernel].tensor_core_by_op_count;
+        kernels[h.kernel].tensor_core_by_op_ns += d;
+      }
       ++p.kernel_count;
       p.kernel_ns += d;
-      if (h.tensor_core) p.tensor_core_ns += d;
+      if (tensor_core) p.tensor_core_ns += d;
+      if (unknown) p.unknown_ns += d;
       if (h.communication) p.communication_ns += d;
       if (op) {
         ++op->kernels;
-        if (h.tensor_core) {
+        if (tensor_core) {
           ++op->tensor_core_kernels;
           op->tensor_core_ns += d;
+        } else if (unknown) {
+          ++op->unknown_kernels;
+          op->unknown_ns += d;
         } else {
           op->cuda_core_ns += d;
         }
@@ -628,9 +633,10 @@ struct GpuAggregator::Impl {
     EligibleOpStats& s = ops[op.key];
     s.tensor_core_ns += op.tensor_core_ns;
     s.cuda_core_ns += op.cuda_core_ns;
+    s.unknown_ns += op.unknown_ns;
     if (op.kernels > 0) {
       ++s.with_kernels;
-      if (op.tensor_core_kernels == 0) ++s.only_cuda_cores;
+      if (op.tensor_core_kernels == 0 && op.unknown_kernels == 0) ++s.only_cuda_cores;
     }
   }
 
@@ -691,6 +697,7 @@ struct GpuAggregator::Impl {
     for (const auto& gen : op_instances)
       for (const OpInstance& op : gen) fold(op);
     a.eligible_ops = ops;
+    a.op_dtypes_recorded = op_dtypes;
     ops = saved;
 
     const Lookup l = build_lookup();

@@ -33,6 +33,8 @@ GpuSummary summarize_gpu(const GpuAggregate& a, const GpuSummaryOptions& options
         {"Tensor-Core-eligible ops on CUDA cores",
          "no GEMM or convolution ATen ops in the records (ops or their shapes were not recorded)"});
   }
+  if (const std::string note = undecided_kernels_note(s.tensor_cores); !note.empty())
+    s.not_measured.push_back({"Tensor Core use of some kernels", note});
   if (!s.timeline.launches_recorded) {
     s.not_measured.push_back({"idle time from late launches",
                               "no kernel launch calls in the records: idle time the launches "

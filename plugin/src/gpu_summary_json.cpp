@@ -24,6 +24,26 @@ void get(const json& j, const char* key, T& v) {
   j.at(key).get_to(v);
 }
 
+// Fields added after version 1 was first written: absent in older files, which keep the default.
+template <typename T>
+void get_if(const json& j, const char* key, T& v) {
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(v);
+}
+
+void get_if(const json& j, const char* key, std::optional<double>& v) {
+  if (auto it = j.find(key); it != j.end())
+    v = it->is_null() ? std::nullopt : std::optional<double>(it->get<double>());
+}
+
+json decided_json(const DecidedTime& t) { return {{"count", t.count}, {"ns", t.ns}}; }
+
+void get_if(const json& j, const char* key, DecidedTime& t) {
+  if (auto it = j.find(key); it != j.end()) {
+    get(*it, "count", t.count);
+    get(*it, "ns", t.ns);
+  }
+}
+
 constexpr std::array kMemcpyKinds{MemcpyKind::Unknown,      MemcpyKind::HostToDevice,
                                   MemcpyKind::DeviceToHost, MemcpyKind::DeviceToDevice,
                                   MemcpyKind::HostToHost,   MemcpyKind::PeerToPeer};
@@ -75,20 +95,26 @@ json tensor_cores_json(const TensorCoreResult& r) {
     phases.push_back({{"phase", p.phase},
                       {"kernel_ns", p.kernel_ns},
                       {"tensor_core_ns", p.tensor_core_ns},
-                      {"share", opt(p.share)}});
+                      {"share", opt(p.share)},
+                      {"unknown_ns", p.unknown_ns}});
   for (const auto& f : r.families)
     families.push_back({{"family", f.family},
                         {"tensor_core", f.tensor_core},
+                        {"decision", f.decision},
                         {"count", f.count},
-                        {"total_ns", f.total_ns}});
+                        {"total_ns", f.total_ns},
+                        {"tensor_core_by_op_ns", f.tensor_core_by_op_ns}});
   for (const auto& k : r.top_kernels)
     top.push_back({{"name", k.name},
                    {"family", k.family},
                    {"tensor_core", k.tensor_core},
                    {"communication", k.communication},
                    {"precision", k.precision},
+                   {"decision", k.decision},
                    {"count", k.count},
-                   {"total_ns", k.total_ns}});
+                   {"total_ns", k.total_ns},
+                   {"tensor_core_by_op_ns", k.tensor_core_by_op_ns}});
+  const TensorCoreDecisions& d = r.decisions;
   for (const auto& o : r.on_cuda_cores) on_cuda.push_back(op_json(o));
   for (const auto& o : r.misaligned) misaligned.push_back(op_json(o));
   return {{"kernel_count", r.kernel_count},
@@ -96,6 +122,14 @@ json tensor_cores_json(const TensorCoreResult& r) {
           {"tensor_core_count", r.tensor_core_count},
           {"tensor_core_ns", r.tensor_core_ns},
           {"share", opt(r.share)},
+          {"decisions",
+           {{"tensor_cores_by_name", decided_json(d.tensor_cores_by_name)},
+            {"cuda_cores_by_name", decided_json(d.cuda_cores_by_name)},
+            {"tensor_cores_by_op", decided_json(d.tensor_cores_by_op)},
+            {"unknown", decided_json(d.unknown)},
+            {"unknown_without_capability", decided_json(d.unknown_without_capability)}}},
+          {"unknown_share", opt(r.unknown_share)},
+          {"op_dtypes_recorded", r.op_dtypes_recorded},
           {"phases", phases},
           {"families", families},
           {"top_kernels", top},
@@ -104,6 +138,7 @@ json tensor_cores_json(const TensorCoreResult& r) {
           {"eligible_with_kernels", r.eligible_with_kernels},
           {"eligible_only_cuda_cores", r.eligible_only_cuda_cores},
           {"eligible_cuda_core_ns", r.eligible_cuda_core_ns},
+          {"eligible_unknown_ns", r.eligible_unknown_ns},
           {"on_cuda_cores", on_cuda},
           {"misaligned", misaligned}};
 }
@@ -115,20 +150,37 @@ TensorCoreResult tensor_cores_from(const json& j) {
   get(j, "tensor_core_count", r.tensor_core_count);
   get(j, "tensor_core_ns", r.tensor_core_ns);
   get(j, "share", r.share);
+  if (auto d = j.find("decisions"); d != j.end()) {
+    get_if(*d, "tensor_cores_by_name", r.decisions.tensor_cores_by_name);
+    get_if(*d, "cuda_cores_by_name", r.decisions.cuda_cores_by_name);
+    get_if(*d, "tensor_cores_by_op", r.decisions.tensor_cores_by_op);
+    get_if(*d, "unknown", r.decisions.unknown);
+    get_if(*d, "unknown_without_capability", r.decisions.unknown_without_capability);
+  } else {
+    // Written before fathom told unknown kernels apart: it counted them as CUDA cores.
+    r.decisions.tensor_cores_by_name = {r.tensor_core_count, r.tensor_core_ns};
+    r.decisions.cuda_cores_by_name = {r.kernel_count - r.tensor_core_count,
+                                      r.kernel_ns - r.tensor_core_ns};
+  }
+  get_if(j, "unknown_share", r.unknown_share);
+  get_if(j, "op_dtypes_recorded", r.op_dtypes_recorded);
   for (const json& p : j.at("phases")) {
     PhaseTensorCores x;
     get(p, "phase", x.phase);
     get(p, "kernel_ns", x.kernel_ns);
     get(p, "tensor_core_ns", x.tensor_core_ns);
     get(p, "share", x.share);
+    get_if(p, "unknown_ns", x.unknown_ns);
     r.phases.push_back(x);
   }
   for (const json& f : j.at("families")) {
     KernelFamilyTime x;
     get(f, "family", x.family);
     get(f, "tensor_core", x.tensor_core);
+    get_if(f, "decision", x.decision);
     get(f, "count", x.count);
     get(f, "total_ns", x.total_ns);
+    get_if(f, "tensor_core_by_op_ns", x.tensor_core_by_op_ns);
     r.families.push_back(x);
   }
   for (const json& k : j.at("top_kernels")) {
@@ -138,8 +190,10 @@ TensorCoreResult tensor_cores_from(const json& j) {
     get(k, "tensor_core", x.tensor_core);
     get(k, "communication", x.communication);
     get(k, "precision", x.precision);
+    get_if(k, "decision", x.decision);
     get(k, "count", x.count);
     get(k, "total_ns", x.total_ns);
+    get_if(k, "tensor_core_by_op_ns", x.tensor_core_by_op_ns);
     r.top_kernels.push_back(x);
   }
   get(j, "ops_recorded", r.ops_recorded);
@@ -147,6 +201,7 @@ TensorCoreResult tensor_cores_from(const json& j) {
   get(j, "eligible_with_kernels", r.eligible_with_kernels);
   get(j, "eligible_only_cuda_cores", r.eligible_only_cuda_cores);
   get(j, "eligible_cuda_core_ns", r.eligible_cuda_core_ns);
+  get_if(j, "eligible_unknown_ns", r.eligible_unknown_ns);
   for (const json& o : j.at("on_cuda_cores")) r.on_cuda_cores.push_back(op_from(o));
   for (const json& o : j.at("misaligned")) r.misaligned.push_back(op_from(o));
   return r;

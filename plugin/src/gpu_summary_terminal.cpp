@@ -33,17 +33,32 @@ void tensor_cores(std::string& out, const TensorCoreResult& t) {
   fmt::format_to(o, "  Tensor Cores: {} of compute-kernel time ({} of {}; {} of {} kernels)\n",
                  pct(t.share), ms(t.tensor_core_ns), ms(t.kernel_ns), t.tensor_core_count,
                  t.kernel_count);
+  // How the share was decided: unknown kernels are their own class, not CUDA cores.
+  const TensorCoreDecisions& d = t.decisions;
+  fmt::format_to(o,
+                 "    decided by name: Tensor Cores {}, CUDA cores {}; by op: Tensor Cores {}; "
+                 "unknown {} ({}, {} kernel{})\n",
+                 ms(d.tensor_cores_by_name.ns), ms(d.cuda_cores_by_name.ns),
+                 ms(d.tensor_cores_by_op.ns), ms(d.unknown.ns), pct(t.unknown_share),
+                 d.unknown.count, d.unknown.count == 1 ? "" : "s");
   if (!t.phases.empty()) {
     out += "    by phase:";
-    for (const auto& p : t.phases)
+    for (const auto& p : t.phases) {
       fmt::format_to(o, "  {} {} of {}", p.phase, pct(p.share), ms(p.kernel_ns));
+      if (p.unknown_ns > 0) fmt::format_to(o, " ({} unknown)", ms(p.unknown_ns));
+    }
     out += "\n";
   }
   out += "    kernel families:";
   for (std::size_t i = 0; i < t.families.size() && i < 6; ++i) {
     const auto& f = t.families[i];
-    fmt::format_to(o, "{} {} {} ({})", i ? "," : "", f.family, ms(f.total_ns),
-                   f.tensor_core ? "TC" : "CUDA cores");
+    const std::string unit =
+        f.decision == "unknown"
+            ? (f.tensor_core_by_op_ns > 0 ? "unknown; TC by op " + ms(f.tensor_core_by_op_ns)
+                                          : std::string("unknown"))
+        : f.tensor_core ? "TC"
+                        : "CUDA cores";
+    fmt::format_to(o, "{} {} {} ({})", i ? "," : "", f.family, ms(f.total_ns), unit);
   }
   out += "\n";
   if (!t.ops_recorded) return;
@@ -54,6 +69,9 @@ void tensor_cores(std::string& out, const TensorCoreResult& t) {
   for (const auto& e : t.on_cuda_cores)
     fmt::format_to(o, "      {} x{} {} {} {}\n", e.op, e.only_cuda_cores, ms(e.cuda_core_ns),
                    e.shapes, e.dtypes);
+  if (t.eligible_unknown_ns > 0)
+    fmt::format_to(o, "    kernel time of eligible ops that neither name nor op decided: {}\n",
+                   ms(t.eligible_unknown_ns));
   if (!t.misaligned.empty()) {
     out += "    shapes with dims not multiples of 8:\n";
     for (const auto& e : t.misaligned)

@@ -227,23 +227,36 @@ std::string tensor_core_chart(const EpochSummary& e, const Environment& env) {
   if (!g || !g->gpu_activity || g->tensor_cores.kernel_ns <= 0)
     return html::not_measured_chart(title,
                                     why_not(env, "CUPTI", "no GPU kernel records in this report"));
+  const TensorCoreResult& tc = g->tensor_cores;
   html::HBarChart c;
   c.title = title;
   c.unit = "ms of kernel time";
-  auto add = [&](std::string label, std::int64_t tc_ns, std::int64_t all_ns) {
-    c.rows.push_back({std::move(label),
-                      {{"Tensor Cores", "#59a14f", tc_ns / 1e6},
-                       {"CUDA cores", "#e15759", std::max<std::int64_t>(all_ns - tc_ns, 0) / 1e6}},
-                      std::nullopt,
-                      ""});
+  // Unknown kernels get their own segment: the name said neither, and they are not CUDA cores.
+  const bool any_unknown = tc.decisions.unknown.ns > 0;
+  auto add = [&](std::string label, std::int64_t tc_ns, std::int64_t unknown_ns,
+                 std::int64_t all_ns) {
+    std::vector<html::HBarSegment> segments = {
+        {"Tensor Cores", "#59a14f", tc_ns / 1e6},
+        {"CUDA cores", "#e15759", std::max<std::int64_t>(all_ns - tc_ns - unknown_ns, 0) / 1e6}};
+    if (any_unknown) segments.push_back({"unknown", "#bab0ac", unknown_ns / 1e6});
+    c.rows.push_back({std::move(label), std::move(segments), std::nullopt, ""});
   };
-  add("all kernels", g->tensor_cores.tensor_core_ns, g->tensor_cores.kernel_ns);
-  for (const PhaseTensorCores& p : g->tensor_cores.phases)
-    add(p.phase, p.tensor_core_ns, p.kernel_ns);
-  return html::hbar_chart(
-      c, g->tensor_cores.share
-             ? "Tensor Core share: " + pct(*g->tensor_cores.share) + " of compute-kernel time."
-             : "");
+  add("all kernels", tc.tensor_core_ns, tc.decisions.unknown.ns, tc.kernel_ns);
+  for (const PhaseTensorCores& p : tc.phases)
+    add(p.phase, p.tensor_core_ns, p.unknown_ns, p.kernel_ns);
+  std::string caption;
+  if (tc.share) {
+    const TensorCoreDecisions& d = tc.decisions;
+    caption = fmt::format(
+        "Tensor Core share: {} of compute-kernel time. Decided by kernel name: {:.1f} ms on Tensor "
+        "Cores, {:.1f} ms on CUDA cores; by the launching op: {:.1f} ms on Tensor Cores; unknown: "
+        "{:.1f} ms.",
+        pct(*tc.share), d.tensor_cores_by_name.ns / 1e6, d.cuda_cores_by_name.ns / 1e6,
+        d.tensor_cores_by_op.ns / 1e6, d.unknown.ns / 1e6);
+    if (const std::string note = undecided_kernels_note(tc); !note.empty())
+      caption += " " + note + ".";
+  }
+  return html::hbar_chart(c, caption);
 }
 
 std::string transfer_chart(const EpochSummary& e, const Environment& env) {
@@ -415,9 +428,17 @@ std::string top_kernels_table(const EpochSummary& e) {
   if (!g || g->tensor_cores.top_kernels.empty()) return {};
   std::string out = "<h3>Top kernels</h3>";
   table_head(out, {"kernel", "family", "precision", "Tensor Cores", "count", "total ms"});
-  for (const TopKernel& k : g->tensor_cores.top_kernels)
-    row(out, {escape(k.name), escape(k.family), escape(k.precision), k.tensor_core ? "yes" : "no",
+  for (const TopKernel& k : g->tensor_cores.top_kernels) {
+    // Unknown: the name said neither; part of its time may have been decided by the launching op.
+    const std::string unit =
+        k.communication           ? "no (communication)"
+        : k.decision != "unknown" ? (k.tensor_core ? "yes" : "no")
+        : k.tensor_core_by_op_ns > 0
+            ? fmt::format("unknown; {:.3f} ms yes by op", k.tensor_core_by_op_ns / 1e6)
+            : "unknown";
+    row(out, {escape(k.name), escape(k.family), escape(k.precision), unit,
               fmt::format("{}", k.count), fmt::format("{:.3f}", k.total_ns / 1e6)});
+  }
   out += "</tbody></table>";
   if (!g->tensor_cores.on_cuda_cores.empty()) {
     out += "<h3>Tensor-Core-eligible ops that ran on CUDA cores</h3>";

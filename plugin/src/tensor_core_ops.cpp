@@ -1,12 +1,11 @@
 #include <fathom/tensor_core_ops.h>
 
-#include <array>
 #include <utility>
 
 namespace fathom {
 namespace {
 
-constexpr std::array<std::string_view, 23> kAtenOps{
+constexpr std::string_view kAtenOps[] = {
     "mm",
     "addmm",
     "bmm",
@@ -15,12 +14,16 @@ constexpr std::array<std::string_view, 23> kAtenOps{
     "matmul",
     "linear",
     "_scaled_mm",
+    "_scaled_grouped_mm",
+    "_grouped_mm",
     "conv1d",
     "conv2d",
     "conv3d",
     "convolution",
     "_convolution",
     "cudnn_convolution",
+    "cudnn_convolution_relu",
+    "cudnn_convolution_add_relu",
     "cudnn_convolution_transpose",
     "conv_transpose1d",
     "conv_transpose2d",
@@ -30,14 +33,40 @@ constexpr std::array<std::string_view, 23> kAtenOps{
     "cudnn_convolution_backward_input",
     "cudnn_convolution_backward_weight",
     "cudnn_convolution_transpose_backward",
+    // Fused attention: the dispatcher op, the backend ops it picks, and their backward.
+    "scaled_dot_product_attention",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_cudnn_attention_backward",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_scaled_dot_product_fused_attention_overrideable_backward",
+    "_flash_attention_forward",
+    "_flash_attention_backward",
+    "_efficient_attention_forward",
+    "_efficient_attention_backward",
+    "_cudnn_attention_forward",
+    "_cudnn_attention_backward",
 };
 
 // Autograd nodes (their names carry a version suffix: MmBackward0).
-constexpr std::array<std::string_view, 8> kBackwardNodes{
-    "MmBackward",          "AddmmBackward",
-    "BmmBackward",         "BaddbmmBackward",
-    "ConvolutionBackward", "CudnnConvolutionBackward",
-    "LinearBackward",      "ConvolutionTransposeBackward",
+constexpr std::string_view kBackwardNodes[] = {
+    "MmBackward",
+    "AddmmBackward",
+    "BmmBackward",
+    "BaddbmmBackward",
+    "ConvolutionBackward",
+    "CudnnConvolutionBackward",
+    "LinearBackward",
+    "ConvolutionTransposeBackward",
+    "ScaledDotProductFlashAttentionBackward",
+    "ScaledDotProductEfficientAttentionBackward",
+    "ScaledDotProductCudnnAttentionBackward",
+    "ScaledDotProductFusedAttentionOverrideableBackward",
+    "ScaledGroupedMmBackward",
+    "GroupedMmBackward",
 };
 
 std::string_view strip_aten(std::string_view name) noexcept {
@@ -87,6 +116,10 @@ Dims dims_of(std::string_view op, const Shapes& s) {
   return {};
 }
 
+bool has(std::string_view s, std::string_view part) noexcept {
+  return s.find(part) != std::string_view::npos;
+}
+
 }  // namespace
 
 bool tensor_core_eligible_op(std::string_view op_name) noexcept {
@@ -108,6 +141,52 @@ std::string dims_not_multiple_of_8(std::string_view op_name, const Shapes& input
     out += std::to_string(value);
   }
   return out;
+}
+
+std::string op_shapes_text(const Shapes& shapes) {
+  std::string out;
+  for (const auto& s : shapes) {
+    if (s.empty()) continue;
+    if (!out.empty()) out += ' ';
+    out += '[';
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(s[i]);
+    }
+    out += ']';
+  }
+  return out;
+}
+
+std::string op_dtypes_text(const Shapes& shapes, const std::vector<std::string>& dtypes) {
+  std::string out;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    if (dtypes[i].empty() || (i < shapes.size() && shapes[i].empty()) ||
+        (i >= shapes.size() && !shapes.empty()))
+      continue;
+    if (!out.empty()) out += ' ';
+    out += dtypes[i];
+  }
+  return out;
+}
+
+bool tensor_core_input_types(const std::vector<std::string>& dtypes) noexcept {
+  // c10's TypeMeta names ("c10::Half", "c10::Float8_e4m3fn", "signed char") and ScalarType names
+  // ("Half", "BFloat16", "Float8_e5m2", "Char"), as Kineto and the op hooks write them.
+  for (const std::string& d : dtypes) {
+    const std::string_view t = d.substr(0, 5) == "c10::" ? std::string_view(d).substr(5) : d;
+    if (t == "Half" || t == "BFloat16" || t == "signed char" || t == "Char" ||
+        t.substr(0, 6) == "Float8" || t.substr(0, 6) == "Float4" || has(t, "qint8"))
+      return true;
+  }
+  return false;
+}
+
+bool tensor_core_by_op(const KernelClass& kernel, ComputeCapability device,
+                       bool op_has_tensor_core_inputs) noexcept {
+  if (kernel.decision != Decision::Unknown || kernel.communication) return false;
+  if (kernel.precision == Precision::FP32 || kernel.precision == Precision::FP64) return false;
+  return op_has_tensor_core_inputs && device.known() && device.sm() >= 80;
 }
 
 }  // namespace fathom

@@ -1,5 +1,6 @@
 // GPU activity rules (advisor_gpu_rules.cpp), on GpuSummary results built by hand.
 #include <fathom/advisor.h>
+#include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_summary.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,17 @@ using test::find;
 
 constexpr std::int64_t ms = 1'000'000;
 
+// Tensor Core time decided by name; the rest of the kernel time CUDA cores by name, or unknown.
+void tensor_core_time(GpuSummary& g, std::int64_t tc_ns, std::int64_t unknown_ns = 0) {
+  TensorCoreResult& t = g.tensor_cores;
+  t.tensor_core_ns = tc_ns;
+  t.share = static_cast<double>(tc_ns) / static_cast<double>(t.kernel_ns);
+  t.decisions = {};
+  t.decisions.tensor_cores_by_name.ns = tc_ns;
+  t.decisions.unknown.ns = unknown_ns;
+  t.decisions.cuda_cores_by_name.ns = t.kernel_ns - tc_ns - unknown_ns;
+}
+
 GpuSummary gpu_base() {
   GpuSummary g;
   g.source = "cupti";
@@ -26,8 +38,7 @@ GpuSummary gpu_base() {
   d.busy_share = 0.9;
   g.timeline.devices.push_back(d);
   g.tensor_cores.kernel_ns = 800 * ms;
-  g.tensor_cores.tensor_core_ns = 600 * ms;
-  g.tensor_cores.share = 0.75;
+  tensor_core_time(g, 600 * ms);
   return g;
 }
 
@@ -39,8 +50,7 @@ EpochSummary with(const GpuSummary& g) {
 
 TEST(AdvisorGpu, EligibleFp32WorkOnCudaCoresFiresMixedPrecision) {
   GpuSummary g = gpu_base();
-  g.tensor_cores.tensor_core_ns = 40 * ms;
-  g.tensor_cores.share = 0.05;
+  tensor_core_time(g, 40 * ms);
   g.tensor_cores.ops_recorded = true;
   g.tensor_cores.eligible_instances = 50;
   g.tensor_cores.eligible_only_cuda_cores = 40;
@@ -64,20 +74,49 @@ TEST(AdvisorGpu, EligibleFp32WorkOnCudaCoresFiresMixedPrecision) {
 
 TEST(AdvisorGpu, LowShareWithoutOpRecordsFiresMixedPrecision) {
   GpuSummary g = gpu_base();
-  g.tensor_cores.tensor_core_ns = 0;
-  g.tensor_cores.share = 0.0;
-  ASSERT_TRUE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
+  tensor_core_time(g, 0);
+  const auto f = find(advise(with(g), Environment{}), finding_id::kMixedPrecision);
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(*f->gain_fraction, 0.8, 1e-12);  // 800 ms of CUDA-core time in a 1000 ms window
+  EXPECT_FALSE(evidence(*f, "undecided (kernel names say neither)"));
+  // A little undecided time is said, and left out of the gain.
+  tensor_core_time(g, 0, 40 * ms);
+  const auto some = find(advise(with(g), Environment{}), finding_id::kMixedPrecision);
+  ASSERT_TRUE(some);
+  EXPECT_EQ(evidence(*some, "undecided (kernel names say neither)")->value, "5.0 % of kernel time");
+  EXPECT_NEAR(*some->gain_fraction, 0.76, 1e-12);
+}
+
+// Much undecided time: the low share may be the CUDA cores' or the unknown kernels' doing.
+TEST(AdvisorGpu, LowShareWithMuchUndecidedTimeDoesNotFire) {
+  GpuSummary g = gpu_base();
+  tensor_core_time(g, 0, 400 * ms);
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
 }
 
 TEST(AdvisorGpu, TensorCoreWorkOrNoTensorCoresDoesNotFireMixedPrecision) {
   EXPECT_FALSE(find(advise(with(gpu_base()), Environment{}), finding_id::kMixedPrecision));
   GpuSummary g = gpu_base();
-  g.tensor_cores.share = 0.0;
+  tensor_core_time(g, 0);
   g.devices[0].compute_major = 6;  // Pascal: no Tensor Cores to move work to
   EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
   g = gpu_base();
-  g.tensor_cores.share = 0.0;
+  tensor_core_time(g, 0);
   g.gpu_activity = false;  // nothing recorded: no claim
+  EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
+}
+
+// Kernels no rule names are not CUDA-core kernels: with nothing decided there is no evidence that
+// matrix work missed the Tensor Cores.
+TEST(AdvisorGpu, UnknownKernelsDoNotFireMixedPrecisionAsIfOnCudaCores) {
+  GpuActivity a;
+  a.devices.push_back({0, "NVIDIA H100", 9, 0, 80LL << 30});
+  a.annotations.push_back({"ProfilerStep#1", 1, 0, 1'000'000});
+  for (int i = 0; i < 10; ++i)
+    a.kernels.push_back({"void my_model::fused_block_kernel<__nv_bfloat16>(int)", 0, 7, i * 90'000,
+                         i * 90'000 + 80'000});
+  const GpuSummary g = summarize_gpu(aggregate(a));
+  ASSERT_TRUE(g.tensor_cores.share.has_value());
   EXPECT_FALSE(find(advise(with(g), Environment{}), finding_id::kMixedPrecision));
 }
 

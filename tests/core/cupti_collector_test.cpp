@@ -1,62 +1,46 @@
-// The collector against a fake CUPTI: starting, backing off, attributing, dropping, failing.
+// The CUPTI collector against the CUPTI stand-in (tests/support/cupti_standin), which keeps
+// CUPTI's rules: buffers per queue returned when complete, incomplete records at a forced flush,
+// callbacks on CUPTI's own threads under its internal lock, one pair of buffer callbacks.
+// Tests named after a finding of issue 12 failed on the collector before that issue (the
+// collector that held a subscription, parsed inside CUPTI's callbacks and enabled every runtime
+// and driver call); the note of that issue has the failures.
+#include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
-#include <fathom/clock.h>
-#include <fathom/cupti_collector.h>
-#include <gtest/gtest.h>
 
-#include "fake_cupti.h"
+#include <chrono>
+#include <thread>
+
+#include "kineto_lookalike.h"
+#include "standin_fixture.h"
 
 namespace fathom {
 namespace {
 
-using testing::FakeCupti;
+using testing::all_notes;
+using testing::KinetoLookalike;
+using testing::mentions;
 
-class CuptiCollectorTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    FakeCupti::get().reset();
-    config.getenv = [this](const char* name) -> const char* {
-      auto it = env.find(name);
-      return it == env.end() ? nullptr : it->second.c_str();
-    };
-  }
-  std::unique_ptr<CuptiCollector> start() {
-    return CuptiCollector::start(
-        api, [this](GpuActivity&& a) { batches.push_back(std::move(a)); }, config);
-  }
-  static bool mentions(const std::vector<Unmeasured>& v, const std::string& text) {
-    for (const Unmeasured& u : v) {
-      if (u.why.find(text) != std::string::npos || u.what.find(text) != std::string::npos)
-        return true;
-    }
-    return false;
-  }
-  FakeCupti& fake = FakeCupti::get();
-  cupti::Api api = testing::fake_api();
-  CuptiConfig config;
-  std::map<std::string, std::string> env;
-  std::vector<GpuActivity> batches;
-};
+class CuptiCollectorTest : public testing::StandinTest {};
 
-TEST_F(CuptiCollectorTest, StartsBySubscribingAndEnablingEveryKind) {
+TEST_F(CuptiCollectorTest, StartsWithoutASubscriptionAndEnablesWhatItReads) {
   auto c = start();
-  EXPECT_EQ(c->state(), CuptiState::Collecting);
+  ASSERT_EQ(c->state(), CuptiState::Collecting) << all_notes(c->not_measured());
   EXPECT_TRUE(c->collecting());
-  EXPECT_EQ(c->library(), "fake");
-  EXPECT_TRUE(fake.subscribed);
-  for (CUpti_ActivityKind k :
-       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
-        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MEMCPY2}) {
-    EXPECT_TRUE(fake.enabled.count(k)) << "kind " << k;
-  }
-  EXPECT_TRUE(c->not_measured().empty());
+  EXPECT_EQ(c->library(), cupti->path);
+  EXPECT_EQ(cupti->stats().subscribers, 0) << "the subscription is the profiler's to take";
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                               CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                               CUPTI_ACTIVITY_KIND_MEMCPY2})
+    EXPECT_TRUE(cupti->kind_enabled(k)) << "kind " << k;
+  EXPECT_TRUE(cupti->runtime_cbid_enabled(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  EXPECT_TRUE(cupti->runtime_cbid_enabled(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+  EXPECT_TRUE(cupti->driver_cbid_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  EXPECT_TRUE(c->not_measured().empty()) << all_notes(c->not_measured());
   EXPECT_TRUE(external_ids_enabled());
   c->stop();
   EXPECT_FALSE(external_ids_enabled());
-  EXPECT_TRUE(fake.enabled.empty());
-  EXPECT_FALSE(fake.subscribed);
+  EXPECT_EQ(cupti->enabled_kind_count(), 0) << "everything fathom enabled is undone";
+  EXPECT_EQ(cupti->enabled_cbid_count(), 0);
   EXPECT_EQ(c->state(), CuptiState::Stopped);
 }
 
@@ -72,69 +56,47 @@ TEST_F(CuptiCollectorTest, NoLibraryIsACleanNotMeasuredReason) {
             "/usr/local/cuda/lib64)");
   c->flush(true);  // all no-ops
   c->add_op({});
-  EXPECT_FALSE(external_ids_enabled());
-}
-
-TEST_F(CuptiCollectorTest, AnotherSubscriberMeansBackingOff) {
-  fake.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-  ::testing::internal::CaptureStderr();
-  auto c = start();
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(c->state(), CuptiState::Busy);
-  EXPECT_TRUE(fake.enabled.empty()) << "fathom must not touch the activity API it does not own";
-  EXPECT_EQ(fake.request, nullptr) << "nor take the other client's buffer callbacks";
-  auto n = c->not_measured();
-  ASSERT_EQ(n.size(), 1u);
-  EXPECT_NE(n[0].why.find("another CUPTI client holds CUPTI"), std::string::npos) << n[0].why;
-  EXPECT_NE(n[0].why.find("torch.profiler"), std::string::npos) << n[0].why;
-  EXPECT_NE(n[0].why.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), std::string::npos)
-      << n[0].why;
-  EXPECT_NE(log.find("cuptiSubscribe"), std::string::npos) << log;
+  c->check_clients();
   EXPECT_FALSE(external_ids_enabled());
 }
 
 TEST_F(CuptiCollectorTest, NsightInjectionIsSeenBeforeTouchingCupti) {
-  env["CUDA_INJECTION64_PATH"] =
-      "/opt/nvidia/nsight-systems/target-linux-x64/libToolsInjection64.so";
+  env["CUDA_INJECTION64_PATH"] = "/opt/nvidia/nsight-systems/lib/libToolsInjection64.so";
   auto c = start();
   EXPECT_EQ(c->state(), CuptiState::Busy);
-  EXPECT_EQ(fake.subscribe_calls, 0);
-  ASSERT_EQ(c->not_measured().size(), 1u);
-  EXPECT_NE(c->not_measured()[0].why.find("libToolsInjection64.so"), std::string::npos);
-  EXPECT_NE(c->not_measured()[0].why.find("Nsight Systems"), std::string::npos);
+  EXPECT_TRUE(mentions(c->not_measured(), "libToolsInjection64.so"));
+  EXPECT_TRUE(mentions(c->not_measured(), "fathom analyze")) << "says how to get the GPU section";
+  EXPECT_EQ(cupti->enabled_kind_count(), 0);
+  EXPECT_EQ(cupti->stats().buffers_requested, 0u);
 }
 
 TEST_F(CuptiCollectorTest, KinetoDaemonIsSeenBeforeTouchingCupti) {
   env["KINETO_USE_DAEMON"] = "1";
   auto c = start();
   EXPECT_EQ(c->state(), CuptiState::Busy);
-  EXPECT_EQ(fake.subscribe_calls, 0);
   EXPECT_TRUE(mentions(c->not_measured(), "KINETO_USE_DAEMON=1"));
+  EXPECT_EQ(cupti->enabled_kind_count(), 0);
 }
 
 TEST_F(CuptiCollectorTest, AnEssentialKindThatWillNotEnableUndoesTheStart) {
-  fake.enable_results[CUPTI_ACTIVITY_KIND_RUNTIME] = CUPTI_ERROR_NOT_COMPATIBLE;
+  cupti->set_enable_result(CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ERROR_NOT_COMPATIBLE);
   ::testing::internal::CaptureStderr();
   auto c = start();
   ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(c->state(), CuptiState::Busy);
-  EXPECT_TRUE(fake.enabled.empty()) << "the kinds enabled before are disabled again";
-  EXPECT_EQ(fake.disabled.size(), 3u);  // CONCURRENT_KERNEL, MEMCPY, MEMSET
-  EXPECT_FALSE(fake.subscribed);
-  EXPECT_TRUE(
-      mentions(c->not_measured(), "cuptiActivityEnable(RUNTIME): CUPTI_ERROR_NOT_COMPATIBLE"));
+  EXPECT_TRUE(mentions(c->not_measured(), "cuptiActivityEnable(MEMSET)"));
+  EXPECT_EQ(cupti->enabled_kind_count(), 0) << "what was enabled before is undone";
+  EXPECT_EQ(cupti->enabled_cbid_count(), 0);
+  EXPECT_FALSE(external_ids_enabled());
 }
 
 TEST_F(CuptiCollectorTest, AnOptionalKindThatWillNotEnableIsReportedAndCollectionGoesOn) {
-  fake.enable_results[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION] = CUPTI_ERROR_NOT_INITIALIZED;
+  cupti->set_enable_result(CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ERROR_NOT_SUPPORTED);
   ::testing::internal::CaptureStderr();
   auto c = start();
   ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(c->state(), CuptiState::Collecting);
-  auto n = c->not_measured();
-  ASSERT_EQ(n.size(), 1u);
-  EXPECT_EQ(n[0].what, "host synchronizations (CUPTI)");
-  EXPECT_NE(n[0].why.find("CUPTI_ERROR_NOT_INITIALIZED"), std::string::npos);
+  EXPECT_TRUE(mentions(c->not_measured(), "peer-to-peer copies"));
 }
 
 TEST_F(CuptiCollectorTest, OneCollectorAtATimePerProcess) {
@@ -143,203 +105,378 @@ TEST_F(CuptiCollectorTest, OneCollectorAtATimePerProcess) {
   EXPECT_EQ(first->state(), CuptiState::Collecting);
   EXPECT_EQ(second->state(), CuptiState::Busy);
   EXPECT_TRUE(mentions(second->not_measured(), "another fathom session"));
-  second.reset();
-  EXPECT_TRUE(external_ids_enabled()) << "the refused one must not detach the running one";
 }
 
 TEST_F(CuptiCollectorTest, GpuWorkIsAttributedToTheOpAndPhaseThatLaunchedIt) {
   auto c = start();
-  const std::uint64_t base = fake.timestamp;
-  push_external_id(ExternalIdKind::Phase, phase_external_id(Phase::Forward));
-  push_external_id(ExternalIdKind::Op, 501);
-  const std::uint32_t launch =
-      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                    base + 10, base + 15);
-  pop_external_id(ExternalIdKind::Op);
-  const std::uint32_t copy =
-      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-                    base + 20, base + 21);
+  ++step_no;
+  push_external_id(ExternalIdKind::Phase, phase_external_id(Phase::Copy));
+  cupti->memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4096, 7, 1000, true);
   pop_external_id(ExternalIdKind::Phase);
-  EXPECT_TRUE(fake.stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0].empty());
-  EXPECT_TRUE(fake.stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1].empty());
-  c->add_op({.name = "aten::mm", .external_id = 501});
-  c->flush(false);  // step end: the API records and the op, no GPU work completed yet
-  // The kernel and the copy complete later and come back in the next buffer.
-  fake.kernel("ampere_sgemm_128x64_nn", launch, base + 100, base + 400);
-  fake.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
-              CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4096, copy, base + 500, base + 600);
+  push_external_id(ExternalIdKind::Phase, phase_external_id(Phase::Forward));
+  const std::uint64_t mm = op(*c, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n");
+  cupti->launch_kernel("vectorized_elementwise_kernel", 7, 1000, false);  // no op around it
+  pop_external_id(ExternalIdKind::Phase);
+  cupti->wait_gpu();
   c->flush(true);
-  ASSERT_EQ(batches.size(), 2u);
-  ASSERT_EQ(batches[0].runtime_calls.size(), 2u);
-  EXPECT_EQ(batches[0].runtime_calls[0].name, "cudaLaunchKernel");
-  EXPECT_EQ(batches[0].runtime_calls[0].external_id, 501u);
-  EXPECT_EQ(batches[0].runtime_calls[0].phase, Phase::Forward);
-  ASSERT_EQ(batches[0].ops.size(), 1u);
-  EXPECT_EQ(batches[0].ops[0].name, "aten::mm");
-  ASSERT_EQ(batches[1].kernels.size(), 1u);
-  EXPECT_EQ(batches[1].kernels[0].external_id, 501u);
-  EXPECT_EQ(batches[1].kernels[0].phase, Phase::Forward);
-  ASSERT_EQ(batches[1].memcpys.size(), 1u);
-  EXPECT_EQ(batches[1].memcpys[0].external_id, 0u) << "launched after the op ended";
-  EXPECT_EQ(batches[1].memcpys[0].phase, Phase::Forward);
-  EXPECT_EQ(batches[1].memcpys[0].bytes, 4096);
-  EXPECT_EQ(fake.forced_flush_calls, 1);
+  ASSERT_EQ(kernels(), 2u) << all_notes(c->not_measured());
+  std::size_t ops = 0, copies = 0;
+  for (const GpuActivity& a : batches) {
+    ops += a.ops.size();
+    for (const KernelRecord& k : a.kernels) {
+      if (k.name.rfind("sm90", 0) == 0) {
+        EXPECT_EQ(k.external_id, mm) << "the op's id tags its kernel";
+      } else {
+        EXPECT_EQ(k.external_id, 0u);
+        EXPECT_EQ(k.phase, Phase::Forward) << "the phase's id tags work outside any op";
+      }
+    }
+    for (const MemcpyRecord& m : a.memcpys) {
+      ++copies;
+      EXPECT_EQ(m.phase, Phase::Copy);
+      EXPECT_EQ(m.bytes, 4096);
+      EXPECT_EQ(m.src, MemoryKind::Pinned);
+      EXPECT_TRUE(m.async);
+    }
+  }
+  EXPECT_EQ(ops, 1u);
+  EXPECT_EQ(copies, 1u);
 }
 
 TEST_F(CuptiCollectorTest, TimesMoveOntoFathomsClock) {
-  const std::int64_t before = now_ns();
   auto c = start();
+  const std::int64_t before = now_ns();
+  ++step_no;
+  op(*c, "k", 2'000'000);
+  cupti->wait_gpu();
   const std::int64_t after = now_ns();
-  const std::uint32_t id =
-      fake.api_call(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                    fake.timestamp, fake.timestamp + 1000);
-  fake.kernel("k", id, fake.timestamp + 2000, fake.timestamp + 5000);
   c->flush(true);
-  ASSERT_EQ(batches.size(), 1u);
-  ASSERT_EQ(batches[0].kernels.size(), 1u);
-  const KernelRecord& k = batches[0].kernels[0];
-  EXPECT_EQ(k.end_ns - k.start_ns, 3000);
-  // CUPTI's "now" at start (fake.timestamp) is fathom's now at start; the flush re-reads the
-  // offset, so the bounds stretch to the flush.
-  const std::int64_t flushed = now_ns();
-  EXPECT_GE(k.start_ns, before + 2000);
-  EXPECT_LE(k.start_ns, flushed + 2000);
-  EXPECT_GE(batches[0].runtime_calls[0].start_ns, before);
-  (void)after;
+  ASSERT_EQ(kernels(), 1u);
+  const KernelRecord& k =
+      batches.back().kernels.empty() ? batches.front().kernels[0] : batches.back().kernels[0];
+  // CUPTI's clock is CLOCK_REALTIME; fathom's is steady: moved by the measured offset.
+  EXPECT_GE(k.start_ns, before);
+  EXPECT_LE(k.end_ns, after + 100'000);
+  EXPECT_NEAR(static_cast<double>(k.end_ns - k.start_ns), 2e6, 2e4);
 }
 
-TEST_F(CuptiCollectorTest, DroppedRecordsAreCountedNeverSilent) {
+// Finding 2: no CUPTI call while holding a lock the buffer callbacks take.
+TEST_F(CuptiCollectorTest, NoDeadlockWhenCuptiRequestsABufferDuringACompletion) {
+  cupti->set_race_probe(true, 300);
+  cupti->set_record_limit_per_buffer(8);  // buffers fill and complete on CUPTI's worker too
   auto c = start();
-  fake.dropped_per_buffer = 17;
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET).bytes = 64;
+  ASSERT_TRUE(c->collecting());
+  for (int i = 0; i < 6; ++i) step(*c, 4);
+  cupti->wait_gpu();
+  c->flush(true);
+  const standin::Stats s = cupti->stats();
+  EXPECT_EQ(s.lock_order_violations, 0u)
+      << "a CUPTI call made from a completion callback waited for CUPTI's lock while CUPTI's "
+         "request callback waited for the collector's";
+  EXPECT_EQ(s.race_probes, 0u) << "fathom's completion callback makes no CUPTI call at all";
+  EXPECT_EQ(kernels(), 24u);
+}
+
+// Finding 3: records still incomplete at a forced flush end their buffer; they are not a
+// failure, and nothing with a missing end time is aggregated.
+TEST_F(CuptiCollectorTest, IncompleteRecordsAtAForcedFlushAreDroppedNotFatal) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  step(*c, 2);
+  cupti->wait_gpu();
+  cupti->pause_gpu(true);  // what is launched now has not run when the flush comes
+  step(*c, 3);
+  c->flush(true);
+  EXPECT_GT(cupti->stats().incomplete_at_forced_flush, 0u);
+  EXPECT_TRUE(c->collecting()) << all_notes(c->not_measured());
+  EXPECT_GE(c->dropped_records(), 1);
+  EXPECT_TRUE(mentions(c->not_measured(), "incomplete at a forced flush"));
+  for (const GpuActivity& a : batches)
+    for (const KernelRecord& k : a.kernels) EXPECT_GE(k.end_ns, k.start_ns) << k.name;
+  cupti->pause_gpu(false);
+  step(*c, 2);  // collection goes on
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_EQ(kernels(), 4u) << all_notes(c->not_measured());
+}
+
+// Finding 3: a kernel still running at a forced flush comes back with end == 0.
+TEST_F(CuptiCollectorTest, AKernelStillRunningAtAForcedFlushIsNotAggregated) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  ++step_no;
+  op(*c, "long_kernel", 200'000'000);  // 200 ms
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  c->flush(true);
+  EXPECT_GT(cupti->stats().in_flight_at_forced_flush, 0u);
+  EXPECT_EQ(kernels(), 0u) << "a kernel with no end time was delivered";
+  EXPECT_TRUE(c->collecting());
+  EXPECT_GE(c->dropped_records(), 1);
+}
+
+// Finding 5: only what is read is enabled: the noisy runtime and driver calls and the query
+// records of CUDA 13 stay off; launches, copies and synchronizations are all there.
+TEST_F(CuptiCollectorTest, OnlyTheCallsFathomReadsAreRecorded) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  for (int k = 0; k < 10; ++k) {
+    cupti->runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020);
+    cupti->runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000);
+    cupti->runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020);
+    cupti->launch_kernel("vectorized_elementwise_kernel", 7, 5'000, false);
+    cupti->event_query(7);
+  }
+  cupti->memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20, 7, 10'000, true);
+  cupti->stream_synchronize(7);
+  c->flush(true);
+  const standin::Stats s = cupti->stats();
+  int launches = 0, syncs = 0, copies = 0, other = 0;
+  std::size_t sync_records = 0;
+  for (const GpuActivity& a : batches) {
+    sync_records += a.syncs.size();
+    for (const RuntimeCallRecord& r : a.runtime_calls) {
+      if (r.name == "cudaLaunchKernel")
+        ++launches;
+      else if (r.name == "cudaStreamSynchronize")
+        ++syncs;
+      else if (r.name == "cudaMemcpyAsync")
+        ++copies;
+      else
+        ++other;
+    }
+  }
+  EXPECT_EQ(launches, 10);
+  EXPECT_EQ(syncs, 1);
+  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(other, 0) << "calls fathom does not read were recorded";
+  EXPECT_EQ(sync_records, 1u) << "the host wait, and none of the ten event queries";
+  EXPECT_FALSE(cupti->runtime_cbid_enabled(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+  EXPECT_FALSE(cupti->driver_cbid_enabled(CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
+  EXPECT_FALSE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
+      << "CUDA 13 records every event and stream query (fathom's own polls among them) as a sync";
+  const std::uint64_t api = s.runtime_records + s.driver_records + s.sync_records;
+  std::printf("[ volume ] API and sync records for 10 launches, 1 copy, 1 sync: %llu\n",
+              static_cast<unsigned long long>(api));
+  // A runtime launch also records the cuLaunchKernel inside it (the driver cbid must stay on for
+  // launches made straight through the driver): 10 + 10 + 1 + 1.
+  EXPECT_LE(api, 22u);
+}
+
+// Finding 6: another client's timestamp callback (Kineto: TSC ticks) changes CUPTI's unit.
+TEST_F(CuptiCollectorTest, TimestampsInAnotherUnitAreConvertedOntoFathomsClock) {
+  cupti->register_timestamp_callback(&KinetoLookalike::tsc);  // 2.5 ticks per ns
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  EXPECT_TRUE(mentions(c->not_measured(), "2.500 ticks per ns")) << all_notes(c->not_measured());
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
   c->flush(false);
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_EQ(batches[0].dropped_records, 17);
-  EXPECT_EQ(batches[0].memsets.size(), 1u);
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET).bytes = 64;
-  fake.dropped_per_buffer = 3;
-  c->flush(false);
-  EXPECT_EQ(batches.back().dropped_records, 3);
-  EXPECT_EQ(c->dropped_records(), 20);
+  const std::int64_t before = now_ns();
+  ++step_no;
+  op(*c, "ampere_sgemm_128x64_nn", 5'000'000);  // 5 ms
+  cupti->wait_gpu();
+  const std::int64_t after = now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  c->flush(true);
+  ASSERT_EQ(kernels(), 1u) << all_notes(c->not_measured());
+  const KernelRecord* k = nullptr;
+  for (const GpuActivity& a : batches)
+    if (!a.kernels.empty()) k = &a.kernels[0];
+  const double ms = static_cast<double>(k->end_ns - k->start_ns) / 1e6;
+  EXPECT_NEAR(ms, 5.0, 0.25) << "a 5 ms kernel measured in the wrong unit";
+  EXPECT_GE(k->start_ns, before - 1'000'000);
+  EXPECT_LE(k->end_ns, after + 1'000'000);
+}
+
+// Finding 6: the source changing mid-run (a client registering its callback between two
+// flushes) is seen, measured again, and records that no longer fit are dropped, not misplaced.
+TEST_F(CuptiCollectorTest, ATimestampSourceChangingMidRunIsMeasuredAgain) {
+  auto c = start();
+  step(*c, 2);
+  cupti->register_timestamp_callback(&KinetoLookalike::tsc);
+  step(*c, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  step(*c, 2);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_TRUE(mentions(c->not_measured(), "timestamp source changed"))
+      << all_notes(c->not_measured());
+  const std::int64_t now = now_ns();
+  for (const GpuActivity& a : batches)
+    for (const KernelRecord& k : a.kernels) {
+      EXPECT_LE(k.end_ns, now);
+      EXPECT_GE(k.start_ns, now - 10'000'000'000) << "a kernel placed far from the run";
+    }
+  EXPECT_GE(kernels(), 2u);
+}
+
+// Finding 9: a buffer that comes back after its collector was replaced belongs to the collector
+// that handed it out: it is never reused with another collector's (larger) size, and it does not
+// spoil the new collector's count of buffers in flight.
+TEST_F(CuptiCollectorTest, BuffersBelongToTheCollectorThatHandedThemOut) {
+  config.buffer_bytes = 64 << 10;
+  config.max_buffers = 4;
+  {
+    auto a = start();
+    ASSERT_TRUE(a->collecting());
+    ++step_no;
+    op(*a, "first_kernel");
+    // CUPTI now holds two of a's buffers (the global queue's and the stream's); a stands aside.
+    a->yield("another client took CUPTI");
+  }
+  config.buffer_bytes = 1 << 20;
+  config.max_buffers = 256;
+  auto b = start();
+  ASSERT_TRUE(b->collecting()) << all_notes(b->not_measured());
+  cupti->set_record_limit_per_buffer(2);  // every buffer is full after two records
+  cupti->wait_gpu();
+  b->flush(true);  // a's buffers come back through the callbacks b shares
+  for (int i = 0; i < 3; ++i) step(*b, 4);
+  cupti->wait_gpu();
+  b->flush(true);
+  const standin::Stats s = cupti->stats();
+  EXPECT_EQ(s.undersized_buffers, 0u) << "a 64 KiB buffer was handed out as a 1 MiB one";
+  EXPECT_EQ(s.records_dropped, 0u) << "the new collector refused buffers it had room for";
+  EXPECT_EQ(kernels_named("ampere_sgemm_128x64_nn"), 12u);
 }
 
 TEST_F(CuptiCollectorTest, WhenBuffersRunOutCuptiDropsAndTheCountArrives) {
-  config.max_buffers = 0;  // fathom refuses every buffer
+  config.max_buffers = 2;
+  cupti->set_record_limit_per_buffer(1);
+  cupti->pause_gpu(true);  // nothing completes: buffers stay with CUPTI
   auto c = start();
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
-  c->flush(false);
-  EXPECT_EQ(fake.refused_buffers, 1u);
-  EXPECT_TRUE(batches.empty());
-  // CUPTI reports the loss with the next buffer it can complete.
-  c.reset();
-  config.max_buffers = 4;
-  batches.clear();
-  auto d = start();
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
-  d->flush(false);
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_EQ(batches[0].dropped_records, 1);
+  step(*c, 6);
+  cupti->pause_gpu(false);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_GT(cupti->stats().records_dropped, 0u);
+  EXPECT_GT(c->dropped_records(), 0) << "CUPTI's dropped count must reach the report";
+  EXPECT_EQ(dropped_in_batches(), c->dropped_records());
 }
 
 TEST_F(CuptiCollectorTest, ALoopWithoutStepEndsCannotGrowWithoutBound) {
-  config.max_pending_records = 2;
+  config.max_pending_records = 16;
   auto c = start();
-  for (int i = 0; i < 3; ++i) {
-    fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
-    fake.deliver_pending();  // CUPTI's own thread completing buffers between flushes
-  }
-  c->flush(false);
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_EQ(batches[0].memsets.size(), 2u);
-  EXPECT_EQ(batches[0].dropped_records, 1);
-  EXPECT_EQ(c->dropped_records(), 1);
+  ++step_no;
+  for (int i = 0; i < 40; ++i) op(*c, "k");
+  cupti->wait_gpu();
+  c->flush(true);
+  std::size_t held = 0;
+  for (const GpuActivity& a : batches)
+    held += a.kernels.size() + a.runtime_calls.size() + a.ops.size();
+  EXPECT_LE(held, 16u + 40u);  // a buffer's records arrive whole; beyond the limit, counted
+  EXPECT_GT(c->dropped_records(), 0);
 }
 
 TEST_F(CuptiCollectorTest, AFailureMidRunDegradesToPhaseTimingAndSaysSo) {
   auto c = start();
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
-  c->flush(false);
-  ASSERT_EQ(batches.size(), 1u);
-  fake.flush_result = CUPTI_ERROR_UNKNOWN;
+  step(*c, 2);
+  cupti->set_result("cuptiActivityFlushAll", CUPTI_ERROR_UNKNOWN);
   ::testing::internal::CaptureStderr();
-  c->flush(false);
+  step(*c, 2);
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(c->state(), CuptiState::Failed);
   EXPECT_NE(log.find("cuptiActivityFlushAll"), std::string::npos) << log;
-  EXPECT_TRUE(fake.enabled.empty());
-  EXPECT_FALSE(fake.subscribed);
+  EXPECT_TRUE(mentions(c->not_measured(), "CUPTI failed during the run (cuptiActivityFlushAll"));
   EXPECT_FALSE(external_ids_enabled());
-  auto n = c->not_measured();
-  ASSERT_EQ(n.size(), 1u);
-  EXPECT_EQ(n[0].what, kCuptiMeasurements);
-  EXPECT_NE(
-      n[0].why.find("CUPTI failed during the run (cuptiActivityFlushAll: CUPTI_ERROR_UNKNOWN)"),
-      std::string::npos)
-      << n[0].why;
-  EXPECT_NE(n[0].why.find("phase timing goes on"), std::string::npos);
-  const int flushes = fake.flush_calls;
-  c->flush(true);
-  push_external_id(ExternalIdKind::Op, 1);
-  EXPECT_EQ(fake.flush_calls, flushes) << "a failed collector calls CUPTI no more";
-  EXPECT_EQ(fake.push_calls, 0);
+  EXPECT_EQ(cupti->enabled_kind_count(), 0) << "what fathom enabled is undone";
+  EXPECT_GE(kernels(), 0u);
+  c->flush(true);  // no-ops from here
+  step(*c, 1);
 }
 
 TEST_F(CuptiCollectorTest, ACorruptBufferIsAFailureToo) {
   auto c = start();
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
-  fake.next_record_error = CUPTI_ERROR_INVALID_KIND;
+  ++step_no;
+  op(*c, "k");
+  cupti->set_result("cuptiActivityGetNextRecord", CUPTI_ERROR_UNKNOWN);
   ::testing::internal::CaptureStderr();
-  c->flush(false);
+  cupti->wait_gpu();
+  c->flush(true);
   ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(c->state(), CuptiState::Failed);
-  EXPECT_TRUE(mentions(c->not_measured(), "cuptiActivityGetNextRecord: CUPTI_ERROR_INVALID_KIND"));
+  EXPECT_TRUE(mentions(c->not_measured(), "cuptiActivityGetNextRecord"));
 }
 
 TEST_F(CuptiCollectorTest, YieldingLeavesTheOtherClientsActivityAlone) {
   auto c = start();
-  push_external_id(ExternalIdKind::Phase, phase_external_id(Phase::Backward));
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
-  fake.deliver_pending();
+  step(*c, 1);
   c->yield("torch.profiler (Kineto) started at epoch 0, step 3");
-  EXPECT_EQ(c->state(), CuptiState::Stopped);
-  EXPECT_TRUE(fake.disabled.empty()) << "disabling kinds would stop the other client's collection";
-  EXPECT_EQ(fake.flush_calls, 0);
-  ASSERT_EQ(batches.size(), 1u) << "what was already complete is still delivered";
-  EXPECT_TRUE(mentions(c->not_measured(), "torch.profiler (Kineto) started at epoch 0, step 3"));
-  // The phase id pushed before is still popped, so no id of fathom's stays on CUPTI's stack.
-  pop_external_id(ExternalIdKind::Phase);
-  EXPECT_TRUE(fake.stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1].empty());
-  push_external_id(ExternalIdKind::Phase, 1);
-  EXPECT_TRUE(fake.stacks[CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1].empty());
+  EXPECT_EQ(c->state(), CuptiState::StandingAside);
+  EXPECT_TRUE(c->live());
+  EXPECT_FALSE(external_ids_enabled());
+  // The kinds a profiler shares stay on (it enabled them itself); fathom's own go.
+  EXPECT_TRUE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_FALSE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY2));
+  EXPECT_TRUE(mentions(c->not_measured(), "started at epoch 0, step 3"));
+  c->stop();
+  EXPECT_TRUE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+      << "stopping while aside must not take the other client's kinds away";
 }
 
 TEST_F(CuptiCollectorTest, StopDeliversTheLastRecords) {
   auto c = start();
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET).bytes = 8;
-  c.reset();  // the destructor stops
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_EQ(batches[0].memsets[0].bytes, 8);
-  EXPECT_EQ(fake.forced_flush_calls, 1);
+  ++step_no;
+  op(*c, "last_kernel");
+  cupti->wait_gpu();
+  c->stop();
+  EXPECT_EQ(kernels_named("last_kernel"), 1u);
 }
 
 TEST_F(CuptiCollectorTest, ASinkThatThrowsDoesNotEscape) {
   auto c = CuptiCollector::start(
-      api, [](GpuActivity&&) { throw std::runtime_error("aggregator full"); }, config);
-  fake.pending.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
+      cupti->api, [](GpuActivity&&) { throw std::runtime_error("aggregator full"); }, config);
+  ++step_no;
+  op(*c, "k");
+  cupti->wait_gpu();
   ::testing::internal::CaptureStderr();
-  c->flush(false);
+  c->flush(true);
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(log.find("aggregator full"), std::string::npos);
   EXPECT_EQ(c->state(), CuptiState::Collecting);
 }
 
+// Finding 7: fathom's host records carry the thread id CUPTI writes for the same thread.
+TEST_F(CuptiCollectorTest, ThreadIdsMatchCuptisForBothIdTypes) {
+  auto c = start();
+  EXPECT_EQ(cupti_thread_id(), cupti->thread_id()) << "CUPTI's default: pthread_self()";
+  c.reset();
+  ASSERT_EQ(cupti->set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), CUPTI_SUCCESS);
+  auto d = start();
+  ASSERT_TRUE(d->collecting());
+  EXPECT_EQ(cupti_thread_id(), cupti->thread_id()) << "a client chose the OS thread id";
+  std::uint64_t other = 0, theirs = 0;
+  std::thread([&] {
+    other = cupti_thread_id();
+    theirs = cupti->thread_id();
+  }).join();
+  EXPECT_EQ(other, theirs);
+  EXPECT_NE(other, cupti_thread_id());
+}
+
 TEST(ExternalIds, WithoutACollectorTheyCostNothingAndDoNothing) {
-  FakeCupti::get().reset();
+  standin::Control& cupti = standin::load();
   EXPECT_FALSE(external_ids_enabled());
   push_external_id(ExternalIdKind::Op, 5);
+  EXPECT_EQ(cupti.external_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2), 0u);
   pop_external_id(ExternalIdKind::Op);
-  EXPECT_EQ(FakeCupti::get().push_calls, 0);
-  EXPECT_EQ(FakeCupti::get().pop_calls, 0);
+}
+
+TEST(ExternalIds, FathomNeverPushesOntoTheProfilersStacks) {
+  standin::Control& cupti = standin::load();
+  CuptiConfig config;
+  config.getenv = [](const char*) -> const char* { return nullptr; };
+  auto c = CuptiCollector::start(
+      cupti.api, [](GpuActivity&&) {}, config);
+  push_external_id(ExternalIdKind::Phase, phase_external_id(Phase::Forward));
+  push_external_id(ExternalIdKind::Op, 9);
+  EXPECT_EQ(cupti.external_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2), 2u);
+  EXPECT_EQ(cupti.external_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0), 0u) << "Kineto's ops";
+  EXPECT_EQ(cupti.external_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1), 0u) << "Kineto's user";
+  pop_external_id(ExternalIdKind::Op);
+  pop_external_id(ExternalIdKind::Phase);
+  EXPECT_EQ(cupti.external_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2), 0u);
 }
 
 }  // namespace

@@ -6,10 +6,10 @@ namespace fathom::cupti {
 namespace {
 
 ExternalCorrelation op(std::uint32_t correlation, std::uint64_t id) {
-  return {correlation, kOpCorrelation, id};
+  return {correlation, kFathomCorrelation, id | kOpIdBit};
 }
 ExternalCorrelation phase(std::uint32_t correlation, Phase p) {
-  return {correlation, kPhaseCorrelation, phase_correlation_id(p)};
+  return {correlation, kFathomCorrelation, phase_correlation_id(p)};
 }
 
 TEST(CorrelationTable, AttributesEveryRecordKindToItsOpAndPhase) {
@@ -65,8 +65,10 @@ TEST(CorrelationTable, KeepsCorrelationsForAFewDeliveriesThenForgetsThem) {
 
 TEST(CorrelationTable, OnlyFathomsKindsAreKept) {
   CorrelationTable t;
+  // Kineto's ops (CUSTOM0) and annotations (CUSTOM1) are its own.
   t.add({{1, CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC, 5},
-         {1, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, 6}});
+         {1, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 6},
+         {1, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, 7}});
   EXPECT_EQ(t.size(), 0u);
 }
 

@@ -214,11 +214,14 @@ TEST(GpuAggregator, KernelNamesPastTheLimitFoldIntoOneRowPerKind) {
   AggregatorLimits limits;
   limits.kernel_names = 2;
   GpuAggregator agg(limits);
-  for (const char* n : {"a", "b", "c", test::kXmmaBf16, "d"}) agg.add(test::kernel(n, 0, 20, 0));
+  for (const char* n : {"a", "b", "c", test::kXmmaBf16, "d", test::kSgemm})
+    agg.add(test::kernel(n, 0, 20, 0));
   const GpuAggregate a = agg.snapshot();
-  EXPECT_EQ(a.folded_kernel_names, 3);
-  ASSERT_EQ(a.kernels.size(), 4u);  // a, b, folded CUDA-core row, folded Tensor Core row
-  EXPECT_EQ(kernel_named(a, "(more kernel names)").count, 2);
+  EXPECT_EQ(a.folded_kernel_names, 4);
+  ASSERT_EQ(a.kernels.size(), 5u);  // a, b, then folded unknown, Tensor Core and CUDA-core rows
+  EXPECT_EQ(kernel_named(a, "(more kernel names: unknown)").count, 2);
+  EXPECT_EQ(kernel_named(a, "(more kernel names: unknown)").kind.decision, Decision::Unknown);
+  EXPECT_EQ(kernel_named(a, "(more kernel names)").count, 1);
   EXPECT_TRUE(kernel_named(a, "(more kernel names: tensor core)").kind.tensor_core);
 }
 

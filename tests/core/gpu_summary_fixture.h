@@ -15,7 +15,14 @@ inline GpuSummary gpu_summary_fixture() {
   tc.kernel_ns = 800 * ms;
   tc.tensor_core_ns = 200 * ms;
   tc.share = 0.25;
-  tc.phases = {{"forward", 300 * ms, 100 * ms, 1.0 / 3}, {"backward", 500 * ms, 100 * ms, 0.2}};
+  tc.decisions.tensor_cores_by_name = {200, 150 * ms};
+  tc.decisions.tensor_cores_by_op = {100, 50 * ms};
+  tc.decisions.cuda_cores_by_name = {800, 500 * ms};
+  tc.decisions.unknown = {100, 100 * ms};
+  tc.unknown_share = 0.125;
+  tc.op_dtypes_recorded = true;
+  tc.phases = {{"forward", 300 * ms, 100 * ms, 1.0 / 3, 40 * ms},
+               {"backward", 500 * ms, 100 * ms, 0.2, 60 * ms}};
   tc.top_kernels = {
       {"sm90_xmma_gemm_f32f32_<float>_\"ffma\"", "xmma_f32", false, false, "fp32", 400, 300 * ms},
       {"nvjet_tst_128x256_bf16", "nvjet", true, false, "bf16", 200, 200 * ms}};

@@ -4,6 +4,9 @@
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "gpu_summary_fixture.h"
 #include "sample_report.h"
 #include "synthetic_activity.h"
 
@@ -32,6 +35,37 @@ TEST(GpuSummaryJson, RoundTripsEveryField) {
   EXPECT_EQ(back.timeline.devices.at(0).idle.sync_ns, test::us(50));
   EXPECT_EQ(back.not_measured.at(0).why, "counters not permitted");
   EXPECT_EQ(back.devices.at(0).compute_major, 8);
+}
+
+TEST(GpuSummaryJson, DecisionsRoundTrip) {
+  const std::string text = format_gpu_summary_json(test::gpu_summary_fixture());
+  const nlohmann::json tc = nlohmann::json::parse(text).at("tensor_cores");
+  EXPECT_EQ(tc.at("decisions").at("tensor_cores_by_op").at("count"), 100);
+  EXPECT_EQ(tc.at("decisions").at("unknown").at("ns"), 100'000'000);
+  EXPECT_EQ(tc.at("unknown_share"), 0.125);
+  EXPECT_EQ(tc.at("phases").at(0).at("unknown_ns"), 40'000'000);
+  const GpuSummary back = parse_gpu_summary_json(text, "gpu.json");
+  EXPECT_EQ(format_gpu_summary_json(back), text);
+  EXPECT_EQ(back.tensor_cores.decisions.unknown.ns, 100'000'000);
+  EXPECT_EQ(back.tensor_cores.phases.at(1).unknown_ns, 60'000'000);
+  EXPECT_TRUE(back.tensor_cores.op_dtypes_recorded);
+}
+
+// Sections written before the decisions existed counted every kernel outside a Tensor Core family
+// as CUDA cores: they read back that way.
+TEST(GpuSummaryJson, SectionsWithoutDecisionsReadAsNameDecided) {
+  nlohmann::json j = nlohmann::json::parse(format_gpu_summary_json(full_summary()));
+  nlohmann::json& tc = j["tensor_cores"];
+  for (const char* k : {"decisions", "unknown_share", "op_dtypes_recorded", "eligible_unknown_ns"})
+    tc.erase(k);
+  for (auto& f : tc["families"]) f.erase("decision");
+  const GpuSummary back = parse_gpu_summary_json(j.dump(), "old.json");
+  const TensorCoreDecisions& d = back.tensor_cores.decisions;
+  EXPECT_EQ(d.tensor_cores_by_name.ns, test::us(200));
+  EXPECT_EQ(d.cuda_cores_by_name.ns, test::us(155));
+  EXPECT_EQ(d.cuda_cores_by_name.count, 3);
+  EXPECT_EQ(d.unknown.ns, 0);
+  EXPECT_EQ(back.tensor_cores.families.at(0).decision, "name");
 }
 
 TEST(GpuSummaryJson, UnmeasuredIsNullNotZero) {

@@ -27,8 +27,34 @@ TEST(GpuSummaryTerminal, TensorCoreShareByPhase) {
       has(t, "Tensor Cores: 56.3% of compute-kernel time (0.20 ms of 0.35 ms; 2 of 5 kernels)"))
       << t;
   EXPECT_TRUE(has(t, "forward 50.0% of 0.20 ms  backward 64.5% of 0.15 ms")) << t;
+  EXPECT_TRUE(has(t,
+                  "decided by name: Tensor Cores 0.20 ms, CUDA cores 0.15 ms; by op: Tensor Cores "
+                  "0.00 ms; unknown 0.00 ms (0.0%, 0 kernels)"))
+      << t;
+  EXPECT_TRUE(has(t,
+                  "kernel families: xmma 0.20 ms (TC), sgemm 0.10 ms (CUDA cores), "
+                  "elementwise 0.06 ms (CUDA cores)"))
+      << t;
   EXPECT_TRUE(has(t, "ran only on CUDA cores: 1 of 3 with kernels (0.10 ms)")) << t;
   EXPECT_TRUE(has(t, "aten::mm x1 (M=30) [30,64] [64,128] float float")) << t;
+}
+
+// Unknown kernels are said apart from the CUDA cores, per phase and per family, with what an op
+// decided of them.
+TEST(GpuSummaryTerminal, UnknownAndByOpDecisions) {
+  GpuActivity a = test::one_step();
+  a.ops.push_back(test::op("aten::mm", 846, 849, 200, {{64, 64}, {64, 64}},
+                           {"c10::BFloat16", "c10::BFloat16"}));
+  a.runtime_calls.push_back(test::call("cudaLaunchKernel", 847, 848, 8));
+  a.kernels.push_back(test::kernel("void ext::fast_gemm_kernel<128, 128, 32>(Args)", 900, 960, 8));
+  a.kernels.push_back(test::kernel("void ext::fast_gemm_kernel<128, 128, 32>(Args)", 960, 990, 0));
+  const std::string t = format_gpu_summary_text(summarize_gpu(aggregate(a)));
+  EXPECT_TRUE(has(t,
+                  "decided by name: Tensor Cores 0.20 ms, CUDA cores 0.15 ms; by op: Tensor Cores "
+                  "0.06 ms; unknown 0.03 ms (6.7%, 1 kernel)"))
+      << t;
+  EXPECT_TRUE(has(t, "other 0.09 ms (unknown; TC by op 0.06 ms)")) << t;
+  EXPECT_TRUE(has(t, "(0.03 ms unknown)")) << t;
 }
 
 TEST(GpuSummaryTerminal, TransferTableWithPageablePinnedSplit) {

@@ -2,6 +2,8 @@
 #include <fathom/gpu_summary.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "synthetic_activity.h"
 
 namespace fathom {
@@ -51,6 +53,23 @@ TEST(GpuSummary, NoGpuActivityIsSaidNotZeroed) {
   ASSERT_EQ(s.not_measured.size(), 1u);
   EXPECT_EQ(s.not_measured[0].what, "GPU activity");
   EXPECT_FALSE(s.tensor_cores.share.has_value());
+}
+
+// Much unknown kernel time, ops without types: the summary says so and how to decide them.
+TEST(GpuSummary, UnknownKernelsAreSaidWithTheWayToDecideThem) {
+  GpuActivity a = test::one_step();
+  a.kernels.push_back(test::kernel("void ext::fast_gemm_kernel<128, 128, 32>(Args)", 900, 990, 0));
+  for (OpRecord& o : a.ops) o.input_dtypes.clear();
+  const GpuSummary s = summarize_gpu(aggregate(a));
+  ASSERT_TRUE(says_not_measured(s, "Tensor Core use of some kernels"));
+  const auto it =
+      std::find_if(s.not_measured.begin(), s.not_measured.end(),
+                   [](const Unmeasured& u) { return u.what == "Tensor Core use of some kernels"; });
+  EXPECT_NE(it->why.find("FATHOM_RECORD_SHAPES=on (Options::record_shapes;"), std::string::npos)
+      << it->why;
+  EXPECT_NE(it->why.find("20.2% of compute-kernel time"), std::string::npos) << it->why;
+  EXPECT_FALSE(says_not_measured(summarize_gpu(aggregate(test::one_step())),
+                                 "Tensor Core use of some kernels"));
 }
 
 TEST(GpuSummary, LateRecordsAreSaid) {

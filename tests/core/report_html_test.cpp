@@ -119,8 +119,15 @@ TEST(ReportHtml, GpuSectionCharts) {
   // Epoch 1 now charts Tensor Cores (all kernels + 2 phases) and busy/idle from the timeline.
   EXPECT_EQ(count(h, "<svg class=\"chart\""), 7u);
   EXPECT_TRUE(has(h, "<title>all kernels: Tensor Cores 200 ms of kernel time</title>"));
-  EXPECT_TRUE(has(h, "<title>all kernels: CUDA cores 600 ms of kernel time</title>"));
-  EXPECT_TRUE(has(h, "Tensor Core share: 25.0 % of compute-kernel time."));
+  // Unknown kernels are their own segment, not CUDA cores; the caption says how it was decided.
+  EXPECT_TRUE(has(h, "<title>all kernels: CUDA cores 500 ms of kernel time</title>"));
+  EXPECT_TRUE(has(h, "<title>all kernels: unknown 100 ms of kernel time</title>"));
+  EXPECT_TRUE(has(h, "<title>backward: unknown 60.0 ms of kernel time</title>"));
+  EXPECT_TRUE(has(h,
+                  "Tensor Core share: 25.0 % of compute-kernel time. Decided by kernel name: "
+                  "150.0 ms on Tensor Cores, 500.0 ms on CUDA cores; by the launching op: 50.0 ms "
+                  "on Tensor Cores; unknown: 100.0 ms. 12.5% of compute-kernel time is in kernels "
+                  "whose names say neither"));
   // Copies against the link's peak, from the copy records.
   EXPECT_TRUE(has(h, "<title>HtoD: achieved (copy records) 4.19 GB/s</title>"));
   EXPECT_TRUE(has(h, "Link: PCIe gen4 x16."));

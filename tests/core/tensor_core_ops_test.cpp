@@ -17,6 +17,54 @@ TEST(TensorCoreOps, EligibleNames) {
     EXPECT_FALSE(tensor_core_eligible_op(n)) << n;
 }
 
+// Fused attention and grouped / scaled GEMMs are Tensor Core work too: their kernels can be decided
+// by op, and the op hooks record them.
+TEST(TensorCoreOps, AttentionAndGroupedGemmsAreEligible) {
+  for (const char* n :
+       {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        "aten::_scaled_dot_product_cudnn_attention", "aten::_flash_attention_forward",
+        "aten::_efficient_attention_backward", "aten::_scaled_mm", "aten::_scaled_grouped_mm",
+        "ScaledDotProductFlashAttentionBackward0", "ScaledDotProductEfficientAttentionBackward0"})
+    EXPECT_TRUE(tensor_core_eligible_op(n)) << n;
+  EXPECT_FALSE(tensor_core_eligible_op("aten::softmax"));
+  EXPECT_FALSE(tensor_core_eligible_op("aten::_softmax_backward_data"));
+}
+
+TEST(TensorCoreOps, SixteenAndEightBitInputTypes) {
+  EXPECT_TRUE(tensor_core_input_types({"c10::BFloat16", "c10::BFloat16"}));
+  EXPECT_TRUE(tensor_core_input_types({"c10::Half"}));
+  EXPECT_TRUE(tensor_core_input_types({"Half", "Half"}));  // ScalarType names
+  // _scaled_mm: fp8 operands, fp32 scales.
+  EXPECT_TRUE(
+      tensor_core_input_types({"c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float"}));
+  EXPECT_TRUE(tensor_core_input_types({"signed char", "signed char"}));  // _int_mm
+  EXPECT_FALSE(tensor_core_input_types({"float", "float"}));
+  EXPECT_FALSE(tensor_core_input_types({"double", "long int", "bool", "unsigned char"}));
+  EXPECT_FALSE(tensor_core_input_types({}));
+}
+
+TEST(TensorCoreOps, AnOpDecidesOnlyWhatTheNameLeftOpen) {
+  const KernelClass unknown = classify_kernel("void ext::fast_gemm_kernel<128, 128, 32>(Args)");
+  const ComputeCapability ampere{8, 0}, volta{7, 0};
+  EXPECT_TRUE(tensor_core_by_op(unknown, ampere, true));
+  EXPECT_FALSE(tensor_core_by_op(unknown, ampere, false));              // fp32 inputs
+  EXPECT_FALSE(tensor_core_by_op(unknown, volta, true));                // below sm_80
+  EXPECT_FALSE(tensor_core_by_op(unknown, ComputeCapability{}, true));  // device unknown
+  // The name decided already, or says fp32: the op does not overrule it.
+  EXPECT_FALSE(tensor_core_by_op(classify_kernel("volta_sgemm_64x64_nt"), ampere, true));
+  EXPECT_FALSE(tensor_core_by_op(
+      classify_kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor<c10::Half>>"),
+      ampere, true));
+  EXPECT_FALSE(tensor_core_by_op(classify_kernel("void my_gemm<float>(float const*, float*)"),
+                                 ampere, true));
+}
+
+TEST(TensorCoreOps, InputText) {
+  EXPECT_EQ(op_shapes_text({{128}, {}, {64, 128}}), "[128] [64,128]");
+  EXPECT_EQ(op_dtypes_text({{128}, {}, {64, 128}}, {"float", "", "c10::Half"}), "float c10::Half");
+}
+
 TEST(TensorCoreOps, GemmDims) {
   EXPECT_EQ(dims_not_multiple_of_8("aten::mm", {{30, 64}, {64, 1000}}), "M=30");
   EXPECT_EQ(dims_not_multiple_of_8("aten::mm", {{32, 64}, {64, 1001}}), "N=1001");

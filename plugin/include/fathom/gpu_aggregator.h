@@ -35,6 +35,10 @@ struct KernelStats {
   std::int64_t max_ns = 0;
   std::int64_t tiny_count = 0;  // shorter than thresholds::kTinyKernelNs
   std::int64_t tiny_ns = 0;
+  // Launches of a kernel the name leaves undecided that the launching op decided: Tensor Cores
+  // (tensor_core_by_op). The rest of an undecided kernel's launches stay unknown.
+  std::int64_t tensor_core_by_op_count = 0;
+  std::int64_t tensor_core_by_op_ns = 0;
 };
 
 struct MemcpyStats {
@@ -74,15 +78,17 @@ struct EligibleOpStats {
   std::string misaligned;            // dims_not_multiple_of_8(), "" when all are (or unknown)
   std::int64_t instances = 0;        // seen on the host
   std::int64_t with_kernels = 0;     // instances tied to at least one kernel
-  std::int64_t only_cuda_cores = 0;  // ... whose kernels all ran on CUDA cores
-  std::int64_t tensor_core_ns = 0;
+  std::int64_t only_cuda_cores = 0;  // ... whose kernels all ran on CUDA cores (by name)
+  std::int64_t tensor_core_ns = 0;   // by name, or by this op (16- / 8-bit inputs on sm_80+)
   std::int64_t cuda_core_ns = 0;
+  std::int64_t unknown_ns = 0;  // kernels neither the name nor the op decided
 };
 
 struct PhaseGpuStats {
   std::int64_t kernel_count = 0;
   std::int64_t kernel_ns = 0;
-  std::int64_t tensor_core_ns = 0;
+  std::int64_t tensor_core_ns = 0;  // by name or by op
+  std::int64_t unknown_ns = 0;      // compute kernels neither decided
   std::int64_t communication_ns = 0;
   std::int64_t memcpy_count = 0;
   std::int64_t memcpy_bytes = 0;
@@ -121,6 +127,7 @@ struct GpuAggregate {
   std::vector<SyncStats> syncs;  // one per kind
   std::vector<RuntimeStats> runtime_calls;
   std::vector<EligibleOpStats> eligible_ops;
+  bool op_dtypes_recorded = false;  // some eligible op carried its input types (record_shapes)
   std::array<PhaseGpuStats, kPhaseBuckets> phases{};
   std::vector<DeviceTimelineStats> timelines;  // one per device with activity
 

@@ -68,7 +68,7 @@ struct OutOfMemoryEvent {
   std::int64_t step = 0;
   Phase phase = Phase::Forward;
   std::string module;  // the block running when memory ran out ("" when none was)
-  std::optional<std::int64_t> peak_allocated_bytes;  // the allocator's peak in that phase (GPU)
+  std::optional<std::int64_t> peak_allocated_bytes;  // the allocator's run peak then (GPU)
   std::optional<std::int64_t> device_memory_bytes;
   std::string error;  // the error's first line
   bool retried = false;

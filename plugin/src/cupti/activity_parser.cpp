@@ -4,20 +4,28 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "api_selection.h"
+
 namespace fathom::cupti {
 namespace {
 
-// CUPTI writes 0 for both timestamps when it could not take them: keep 0 rather than shifting
-// it to a time that never happened.
-std::int64_t shifted(std::uint64_t t, std::int64_t offset) {
-  return t == 0 ? 0 : static_cast<std::int64_t>(t) + offset;
-}
-
-std::int32_t stream_of(std::uint32_t id) {
-  return id == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : static_cast<std::int32_t>(id);
-}
+std::int64_t raw(std::uint64_t t) { return static_cast<std::int64_t>(t); }
 
 bool is_driver_launch(const std::string& name) { return name.rfind("cuLaunch", 0) == 0; }
+
+// GPU work is usable only with both ends: CUPTI writes 0 for both when it had no device memory
+// for the timestamps, and a forced flush returns running work with its end still 0.
+bool timed(std::uint64_t start, std::uint64_t end, LostRecords& lost) {
+  if (start == 0 && end == 0) {
+    ++lost.untimed;
+    return false;
+  }
+  if (end == 0 || end < start) {
+    ++lost.in_flight;
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -61,19 +69,15 @@ MemoryKind memory_kind(std::uint8_t k) noexcept {
   }
 }
 
-SyncKind sync_kind(CUpti_ActivitySynchronizationType t) noexcept {
-  switch (t) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
-      return SyncKind::Event;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
-      return SyncKind::StreamWaitEvent;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
-      return SyncKind::Stream;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
-      return SyncKind::Context;
-    default:
-      return SyncKind::Unknown;
-  }
+std::optional<SyncKind> sync_kind_of_call(std::string_view n) noexcept {
+  auto has = [&](std::string_view t) { return n.find(t) != std::string_view::npos; };
+  if (has("StreamWaitEvent")) return SyncKind::StreamWaitEvent;
+  if (!has("Synchronize")) return std::nullopt;
+  if (has("StreamSynchronize")) return SyncKind::Stream;
+  if (has("EventSynchronize")) return SyncKind::Event;
+  if (has("DeviceSynchronize") || has("ThreadSynchronize")) return SyncKind::Device;
+  if (has("CtxSynchronize")) return SyncKind::Context;
+  return SyncKind::Unknown;
 }
 
 std::string api_display_name(const char* cupti_name) {
@@ -88,27 +92,10 @@ std::string api_display_name(const char* cupti_name) {
   return name;
 }
 
-const std::string& ActivityParser::api_name(CUpti_CallbackDomain domain, std::uint32_t cbid) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(domain) << 32) | cbid;
-  auto it = names_.find(key);
-  if (it != names_.end()) return it->second;
-  const char* raw = nullptr;
-  std::string name;
-  if (api_.get_callback_name && api_.get_callback_name(domain, cbid, &raw) == CUPTI_SUCCESS &&
-      raw) {
-    name = api_display_name(raw);
-  } else {
-    name = (domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver api " : "runtime api ") +
-           std::to_string(cbid);
-  }
-  return names_.emplace(key, std::move(name)).first->second;
-}
-
-void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::int64_t offset,
-                           ParsedBuffer& out) noexcept {
-  if (!buffer || valid_size == 0 || !api_.activity_get_next_record) return;
+void parse_buffer(const Api& api, std::uint8_t* buffer, std::size_t valid_size,
+                  ParsedBuffer& out) noexcept {
+  if (!buffer || valid_size == 0 || !api.activity_get_next_record) return;
   try {
-    std::lock_guard lock(mutex_);
     GpuActivity& a = out.activity;
     // A runtime call and the driver call it makes inside share one correlation id: keep the
     // runtime one so a launch is counted once.
@@ -116,10 +103,17 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
     std::vector<std::size_t> driver_launches;  // indices into a.runtime_calls
     CUpti_Activity* record = nullptr;
     for (;;) {
-      const CUptiResult r = api_.activity_get_next_record(buffer, valid_size, &record);
-      if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;  // end of the buffer
+      const CUptiResult r = api.activity_get_next_record(buffer, valid_size, &record);
+      if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;  // the end of the buffer
+      if (r == CUPTI_ERROR_INVALID_KIND) {
+        // An incomplete record (a forced flush returned it early) ends the buffer: its size is
+        // unknown, so what follows it cannot be read either. Counted once, as one record; the
+        // rest of the buffer is not counted (its number of records is unknown).
+        ++out.lost.incomplete;
+        break;
+      }
       if (r != CUPTI_SUCCESS) {
-        check(api_, r, "activity_get_next_record", "buffer, valid_size, &record");
+        check(api, r, "activity_get_next_record", "buffer, valid_size, &record");
         out.error = r;
         break;
       }
@@ -128,12 +122,13 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
           const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+          if (!timed(k->start, k->end, out.lost)) break;
           KernelRecord& o = a.kernels.emplace_back();
           o.name = k->name ? k->name : "";
           o.device = static_cast<std::int32_t>(k->deviceId);
           o.stream = static_cast<std::int32_t>(k->streamId);
-          o.start_ns = shifted(k->start, offset);
-          o.end_ns = shifted(k->end, offset);
+          o.start_ns = raw(k->start);
+          o.end_ns = raw(k->end);
           o.correlation_id = k->correlationId;
           o.grid_x = k->gridX;
           o.grid_y = k->gridY;
@@ -145,6 +140,7 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+          if (!timed(m->start, m->end, out.lost)) break;
           MemcpyRecord& o = a.memcpys.emplace_back();
           o.kind = memcpy_kind(m->copyKind);
           o.src = memory_kind(m->srcKind);
@@ -152,8 +148,8 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
           o.bytes = static_cast<std::int64_t>(m->bytes);
           o.device = static_cast<std::int32_t>(m->deviceId);
           o.stream = static_cast<std::int32_t>(m->streamId);
-          o.start_ns = shifted(m->start, offset);
-          o.end_ns = shifted(m->end, offset);
+          o.start_ns = raw(m->start);
+          o.end_ns = raw(m->end);
           o.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
           // The runtime call (cudaMemcpyAsync) is what fathom's external ids were pushed around;
           // a copy issued straight through the driver has only the driver's id.
@@ -162,6 +158,7 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY2: {
           const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+          if (!timed(m->start, m->end, out.lost)) break;
           MemcpyRecord& o = a.memcpys.emplace_back();
           o.kind = MemcpyKind::PeerToPeer;
           o.src = memory_kind(m->srcKind);
@@ -169,52 +166,55 @@ void ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size, std::in
           o.bytes = static_cast<std::int64_t>(m->bytes);
           o.device = static_cast<std::int32_t>(m->deviceId);
           o.stream = static_cast<std::int32_t>(m->streamId);
-          o.start_ns = shifted(m->start, offset);
-          o.end_ns = shifted(m->end, offset);
+          o.start_ns = raw(m->start);
+          o.end_ns = raw(m->end);
           o.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
           o.correlation_id = m->correlationId;
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
           const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+          if (!timed(m->start, m->end, out.lost)) break;
           MemsetRecord& o = a.memsets.emplace_back();
           o.bytes = static_cast<std::int64_t>(m->bytes);
           o.device = static_cast<std::int32_t>(m->deviceId);
           o.stream = static_cast<std::int32_t>(m->streamId);
-          o.start_ns = shifted(m->start, offset);
-          o.end_ns = shifted(m->end, offset);
+          o.start_ns = raw(m->start);
+          o.end_ns = raw(m->end);
           o.correlation_id = m->correlationId;
-          break;
-        }
-        case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-          const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-          SyncRecord& o = a.syncs.emplace_back();
-          o.kind = sync_kind(s->type);
-          o.stream = stream_of(s->streamId);
-          o.start_ns = shifted(s->start, offset);
-          o.end_ns = shifted(s->end, offset);
-          o.correlation_id = s->correlationId;
           break;
         }
         case CUPTI_ACTIVITY_KIND_RUNTIME:
         case CUPTI_ACTIVITY_KIND_DRIVER: {
           const auto* c = reinterpret_cast<const CUpti_ActivityAPI*>(record);
           const bool runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-          const std::string& name =
-              api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c->cbid);
-          // Of the driver API only the launches matter (Triton, cuBLASLt launch that way); the
-          // rest are the runtime's own calls underneath.
-          if (!runtime && !is_driver_launch(name)) break;
+          const std::string& name = callback_name(
+              api, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c->cbid);
+          // Without per-cbid selection every call of both domains arrives: keep what fathom
+          // reads. Of the driver API only the launches matter.
+          if (runtime ? !traced_runtime_api(name) : !is_driver_launch(name)) {
+            ++out.skipped;
+            break;
+          }
           RuntimeCallRecord& o = a.runtime_calls.emplace_back();
           o.name = name;
           o.thread = c->threadId;
-          o.start_ns = shifted(c->start, offset);
-          o.end_ns = shifted(c->end, offset);
+          o.start_ns = raw(c->start);
+          o.end_ns = raw(c->end);
           o.correlation_id = c->correlationId;
           if (runtime) {
             runtime_ids.insert(c->correlationId);
           } else {
             driver_launches.push_back(a.runtime_calls.size() - 1);
+          }
+          // The host waiting on the device, from the call itself: CUDA 13's SYNCHRONIZATION
+          // records would also bring every event and stream query (fathom's own polls too).
+          if (auto kind = sync_kind_of_call(name)) {
+            SyncRecord& s = a.syncs.emplace_back();
+            s.kind = *kind;
+            s.start_ns = o.start_ns;
+            s.end_ns = o.end_ns;
+            s.correlation_id = o.correlation_id;
           }
           break;
         }

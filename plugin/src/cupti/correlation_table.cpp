@@ -11,14 +11,18 @@ std::optional<Phase> phase_from_correlation_id(std::uint64_t id) noexcept {
 
 void CorrelationTable::add(const std::vector<ExternalCorrelation>& correlations) {
   for (const ExternalCorrelation& c : correlations) {
-    if (c.kind != kOpCorrelation && c.kind != kPhaseCorrelation) continue;
+    if (c.kind != kFathomCorrelation) continue;  // another client's ids
     if (map_.size() >= kMaxEntries && !map_.count(c.correlation_id)) {
       forget_older_than(delivery_);
       if (map_.size() >= kMaxEntries) map_.clear();
     }
     Ids& ids = map_[c.correlation_id];
     ids.delivery = delivery_;
-    (c.kind == kOpCorrelation ? ids.op : ids.phase) = c.external_id;
+    if (c.external_id & kOpIdBit) {
+      ids.op = c.external_id & ~kOpIdBit;
+    } else {
+      ids.phase = c.external_id;
+    }
   }
 }
 

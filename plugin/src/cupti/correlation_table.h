@@ -17,11 +17,13 @@
 
 namespace fathom::cupti {
 
-// The CUPTI external correlation kinds fathom pushes.
-inline constexpr CUpti_ExternalCorrelationKind kOpCorrelation =
-    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-inline constexpr CUpti_ExternalCorrelationKind kPhaseCorrelation =
-    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
+// The one CUPTI external correlation kind fathom pushes. Kineto pushes CUSTOM0 (its ops) and
+// CUSTOM1 (user annotations): an id of fathom's on those stacks would take the place of the
+// profiler's for the calls made under it. Phases and ops share fathom's stack (the innermost id
+// tags a call; an op's phase is found from the host timeline), told apart by kOpIdBit.
+inline constexpr CUpti_ExternalCorrelationKind kFathomCorrelation =
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+inline constexpr std::uint64_t kOpIdBit = std::uint64_t{1} << 63;
 
 class CorrelationTable {
  public:

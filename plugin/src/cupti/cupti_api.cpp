@@ -48,6 +48,11 @@ Loaded bind(void* handle, const std::string& where) {
     l.why = where + " lacks " + missing;
     return l;
   }
+  std::string optional;  // may be absent: not an error
+  resolve(handle, "cuptiSubscribe_v2", a.subscribe_v2, optional);
+  resolve(handle, "cuptiActivityEnableRuntimeApi", a.activity_enable_runtime_api, optional);
+  resolve(handle, "cuptiActivityEnableDriverApi", a.activity_enable_driver_api, optional);
+  resolve(handle, "cuptiGetThreadIdType", a.get_thread_id_type, optional);
   std::uint32_t version = 0;
   if (check(a, a.get_version(&version), "get_version", "&version") != CUPTI_SUCCESS) {
     l.why = where + ": cuptiGetVersion failed";

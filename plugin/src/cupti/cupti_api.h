@@ -28,6 +28,13 @@ struct Api {
                                                        std::uint64_t) = nullptr;
   CUptiResult (*activity_pop_external_correlation_id)(CUpti_ExternalCorrelationKind,
                                                       std::uint64_t*) = nullptr;
+  // Optional: fathom works without them, with less (a probe that cannot name the holder, every
+  // runtime and driver call recorded and filtered, thread ids assumed of the default type).
+  CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*,
+                              CUpti_SubscriberParams*) = nullptr;
+  CUptiResult (*activity_enable_runtime_api)(CUpti_CallbackId, std::uint8_t) = nullptr;
+  CUptiResult (*activity_enable_driver_api)(CUpti_CallbackId, std::uint8_t) = nullptr;
+  CUptiResult (*get_thread_id_type)(CUpti_ActivityThreadIdType*) = nullptr;
   std::string library;  // where the functions came from: a path, or "fake" in tests
 };
 

@@ -1,0 +1,51 @@
+#pragma once
+// Moves CUPTI timestamps onto fathom's clock (now_ns, a steady clock).
+//
+// CUPTI stamps records in nanoseconds of CLOCK_REALTIME, unless a client registered a timestamp
+// callback (cuptiActivityRegisterTimestampCallback): then every record carries whatever that
+// callback returns, and torch 2.11's Kineto registers one that returns raw TSC ticks on x86,
+// for the rest of the process. cuptiGetTimestamp follows the same source. So the unit is
+// measured, not assumed: pairs of (fathom time, CUPTI time) taken at different moments give the
+// rate; a rate within 0.1 % of one tick per nanosecond is nanoseconds, anything else is converted
+// and reported. A sample far from where the current fit predicts means the source changed under
+// fathom (a callback registered mid-run): the fit starts over and says so.
+#include <cstdint>
+#include <optional>
+
+namespace fathom::cupti {
+
+struct ClockSample {
+  std::int64_t host_ns = 0;  // now_ns() at the reading
+  std::uint64_t cupti = 0;   // cuptiGetTimestamp at the same moment
+};
+
+class ClockAlignment {
+ public:
+  // Samples closer than this apart give no rate (their noise would dominate).
+  static constexpr std::int64_t kMinBaselineNs = 100'000;
+  // A sample farther than this from the fit's prediction means the source changed.
+  static constexpr std::int64_t kJumpNs = 2'000'000;
+
+  // Starts a fit from two samples at least kMinBaselineNs apart.
+  void reset(ClockSample first, ClockSample second) noexcept;
+  // Refines the fit with a later sample; false when the sample does not fit (the source
+  // changed): then the caller resets with fresh samples.
+  bool add(ClockSample s) noexcept;
+
+  bool ready() const noexcept { return ready_; }
+  // CUPTI ticks per nanosecond of fathom's clock (1 when the unit is nanoseconds).
+  double ticks_per_ns() const noexcept { return rate_; }
+  bool nanoseconds() const noexcept { return ns_; }
+  // A CUPTI timestamp on fathom's clock; 0 stays 0 (CUPTI's "not measured").
+  std::int64_t to_host(std::uint64_t cupti) const noexcept;
+  // Where the fit puts s's CUPTI time on fathom's clock, minus where it was taken.
+  std::int64_t error_ns(ClockSample s) const noexcept;
+
+ private:
+  ClockSample first_{}, last_{};
+  double rate_ = 1.0;
+  bool ns_ = true;
+  bool ready_ = false;
+};
+
+}  // namespace fathom::cupti

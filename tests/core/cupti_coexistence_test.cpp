@@ -1,0 +1,238 @@
+// fathom and another CUPTI client in one process (findings 1 and 4 of issue 12): the Kineto
+// look-alike (tests/support/cupti_standin/kineto_lookalike.h) profiling before, during, after
+// and inside fathom's collection, a tool that owns CUPTI, and a client fathom does not know.
+// The user's trace must keep every GPU event and get nothing of fathom's; fathom must say from
+// where to where its GPU data is missing, and collect again when the profiler is done.
+#include "kineto_lookalike.h"
+#include "standin_fixture.h"
+
+namespace fathom {
+namespace {
+
+using testing::all_notes;
+using testing::KinetoLookalike;
+using testing::mentions;
+
+class CoexistenceTest : public testing::StandinTest {
+ protected:
+  void SetUp() override {
+    StandinTest::SetUp();
+    kineto = std::make_unique<KinetoLookalike>(*cupti);
+    // What the LibTorch layer tells the collector about torch.profiler.
+    config.known_clients.push_back(
+        {"torch.profiler (Kineto)", [this] { return kineto->active(); }, {"kineto", "pytorch"}});
+  }
+  void TearDown() override { kineto.reset(); }
+  // A profiled step as torch.profiler runs it: its CUSTOM0 id around each op's kernels.
+  void profiled_step(CuptiCollector& c, int n) {
+    ++step_no;
+    c.check_clients();
+    push_external_id(ExternalIdKind::Phase, phase_external_id(Phase::Forward));
+    for (int i = 0; i < n; ++i) {
+      kineto->push_op(1000 + static_cast<std::uint64_t>(i));
+      op(c, "profiled_kernel");
+      kineto->pop_op();
+    }
+    pop_external_id(ExternalIdKind::Phase);
+    c.flush(false);
+  }
+  void expect_clean_trace(int kernels_launched) {
+    const KinetoLookalike::Seen& s = kineto->seen();
+    EXPECT_EQ(s.kernels, kernels_launched) << "the profiler's trace lost GPU events";
+    EXPECT_EQ(s.kernels_linked_to_its_ops, kernels_launched)
+        << "fathom's ids took the place of the profiler's";
+    EXPECT_EQ(s.foreign_correlation, 0) << "fathom's external ids reached the profiler's records";
+    EXPECT_EQ(s.unexpected_kind, 0) << "the profiler got records of kinds only fathom enabled";
+    EXPECT_EQ(s.invalid_records, 0) << "fathom forced a flush that cut the profiler's records";
+  }
+  std::unique_ptr<KinetoLookalike> kineto;
+};
+
+// Finding 1: a subscription held for the run makes torch.profiler CPU-only for good.
+TEST_F(CoexistenceTest, AProfilerStartedWhileFathomCollectsCanStillSubscribe) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting()) << all_notes(c->not_measured());
+  EXPECT_TRUE(kineto->init()) << "fathom holds CUPTI's only subscription";
+  EXPECT_FALSE(kineto->cpu_only());
+}
+
+// Finding 1, the other order: Kineto keeps its subscription for the life of the process, so its
+// (unnamed) subscription is no reason to give up collecting.
+TEST_F(CoexistenceTest, AProfilerThatSubscribedEarlierDoesNotStopFathomCollecting) {
+  ASSERT_TRUE(kineto->init());
+  auto c = start();
+  EXPECT_TRUE(c->collecting()) << all_notes(c->not_measured());
+  step(*c, 3);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_EQ(kernels(), 3u);
+}
+
+// Finding 1: a trace taken while fathom collects has all its GPU events and nothing of
+// fathom's; fathom stands aside at the next phase, says so, and resumes when the trace is done.
+TEST_F(CoexistenceTest, ATraceTakenDuringFathomsRunKeepsEveryGpuEventAndFathomResumes) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  synced_step(*c, 3);
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();
+  kineto->start();
+  profiled_step(*c, 4);
+  EXPECT_EQ(c->state(), CuptiState::StandingAside);
+  profiled_step(*c, 4);
+  kineto->stop();
+  expect_clean_trace(8);
+  EXPECT_TRUE(mentions(c->not_measured(), "torch.profiler (Kineto) took CUPTI at step 2"))
+      << all_notes(c->not_measured());
+  step(*c, 2);  // the profiler is done: fathom collects again
+  EXPECT_EQ(c->state(), CuptiState::Collecting) << all_notes(c->not_measured());
+  EXPECT_TRUE(mentions(c->not_measured(), "from step 2 to step 4")) << all_notes(c->not_measured());
+  step(*c, 3);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_EQ(kernels_named("ampere_sgemm_128x64_nn"), 3u + 3u)
+      << "the first step's kernels and those after the resume; the 2 of the resuming step "
+         "were launched before fathom armed again";
+  EXPECT_EQ(kernels_named("profiled_kernel"), 0u) << "the profiler's window is not fathom's";
+}
+
+// Finding 1: a profile running when the session starts makes fathom wait, not quit.
+TEST_F(CoexistenceTest, AProfileRunningAtTheStartMakesFathomWaitItsTurn) {
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();
+  kineto->start();
+  auto c = start();
+  EXPECT_EQ(c->state(), CuptiState::StandingAside);
+  EXPECT_TRUE(c->live());
+  EXPECT_TRUE(mentions(c->not_measured(), "is collecting at the session start"));
+  profiled_step(*c, 3);
+  kineto->stop();
+  expect_clean_trace(3);
+  step(*c, 1);
+  EXPECT_EQ(c->state(), CuptiState::Collecting);
+  step(*c, 2);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_EQ(kernels_named("ampere_sgemm_128x64_nn"), 2u);
+}
+
+// Finding 4: a schedule's warm-up already owns CUPTI (Kineto registers its callbacks and
+// enables its kinds then, before torch.profiler records anything).
+TEST_F(CoexistenceTest, AScheduledWarmUpIsAlreadyATakeover) {
+  auto c = start();
+  step(*c, 2);  // still running when the warm-up registers: the takeover's flush sorts it out
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();   // warm-up: no start() yet
+  synced_step(*c, 2);  // Kineto keeps warm-up records still in flight at its start: not ours
+  EXPECT_EQ(c->state(), CuptiState::StandingAside);
+  kineto->start();
+  profiled_step(*c, 3);
+  kineto->stop();
+  expect_clean_trace(3);
+}
+
+// Finding 4: a profile that starts and stops inside one step is never seen as active; what
+// shows is that fathom's buffers stop coming back. fathom stands aside, and once the device is
+// idle and the profiler is known to be done, it collects again.
+TEST_F(CoexistenceTest, AProfileInsideOneStepIsNoticedAndFathomCollectsAgain) {
+  auto c = start();
+  synced_step(*c, 2);
+  ++step_no;
+  c->check_clients();
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();
+  kineto->start();
+  for (int i = 0; i < 3; ++i) {
+    kineto->push_op(2000 + static_cast<std::uint64_t>(i));
+    op(*c, "profiled_kernel");
+    kineto->pop_op();
+  }
+  kineto->stop();  // its callbacks stay registered, its kinds (kernels among them) are off
+  c->flush(false);
+  step(*c, 2);
+  step(*c, 2);
+  EXPECT_EQ(c->state(), CuptiState::StandingAside) << all_notes(c->not_measured());
+  EXPECT_TRUE(mentions(c->not_measured(), "buffers stopped coming back"))
+      << all_notes(c->not_measured());
+  EXPECT_EQ(kineto->seen().kernels, 3) << "the profile's own kernels";
+  // fathom could not see this profile, so its ids still went out meanwhile: on its own kind,
+  // which Kineto ignores; the profiler's own links are intact.
+  EXPECT_EQ(kineto->seen().kernels_linked_to_its_ops, 3);
+  cupti->wait_gpu();
+  c->flush(true);  // the epoch end: idle device, nothing came back, the profiler is done
+  EXPECT_EQ(c->state(), CuptiState::Collecting) << all_notes(c->not_measured());
+  EXPECT_TRUE(mentions(c->not_measured(), "fathom resumed CUPTI collection"));
+  step(*c, 3);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_GE(kernels_named("ampere_sgemm_128x64_nn"), 2u + 3u);
+}
+
+// A client fathom cannot ask is never robbed: once it has the callbacks, fathom stays aside.
+TEST_F(CoexistenceTest, AnUnknownClientKeepsCupti) {
+  config.known_clients.clear();
+  auto c = start();
+  synced_step(*c, 2);
+  kineto->prepare();  // fathom does not know this one
+  kineto->start();
+  for (int i = 0; i < 4; ++i) profiled_step(*c, 2);
+  EXPECT_EQ(c->state(), CuptiState::StandingAside);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_EQ(c->state(), CuptiState::StandingAside) << "re-registering would rob it";
+  profiled_step(*c, 2);
+  kineto->stop();
+  EXPECT_EQ(kineto->seen().kernels, 10);
+  EXPECT_EQ(kineto->seen().unexpected_kind, 0);
+  // Until fathom noticed (two silent step ends), its ids still went out: on its own kind, which
+  // the profiler ignores, never on the profiler's.
+  EXPECT_EQ(kineto->seen().kernels_linked_to_its_ops, 10);
+}
+
+// A silence that was not a takeover (a step whose traced calls fathom expected but made none)
+// ends at the next buffer, with no data lost for the steps after.
+TEST_F(CoexistenceTest, ASuspectedTakeoverThatWasNotOneEndsAtTheNextBuffer) {
+  auto c = start();
+  synced_step(*c, 2);  // every buffer back: what follows is silence
+  for (int i = 0; i < 3; ++i) {
+    ++step_no;
+    c->note_traced_calls(2);  // phase events expected, none made
+    c->flush(false);
+  }
+  EXPECT_EQ(c->state(), CuptiState::StandingAside);
+  step(*c, 2);  // buffers come back: fathom's callbacks were never taken
+  EXPECT_EQ(c->state(), CuptiState::Collecting) << all_notes(c->not_measured());
+  step(*c, 2);
+  cupti->wait_gpu();
+  c->flush(true);
+  EXPECT_GE(kernels(), 6u);
+}
+
+// Finding 1: when everyone is done, nothing is left recording for nobody.
+TEST_F(CoexistenceTest, NothingIsLeftEnabledWhenEveryoneIsDone) {
+  auto c = start();
+  step(*c, 1);
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();
+  kineto->start();
+  profiled_step(*c, 2);
+  kineto->stop();
+  step(*c, 1);
+  c->stop();
+  EXPECT_EQ(cupti->enabled_kind_count(), 0);
+  EXPECT_EQ(cupti->enabled_cbid_count(), 0);
+}
+
+// Finding 1: a tool that owns CUPTI (Nsight) is named in the report, and left alone.
+TEST_F(CoexistenceTest, AToolThatOwnsCuptiIsNamedAndLeftAlone) {
+  cupti->set_injected_tool("Nsight Compute 2025.3.1");
+  auto c = start();
+  EXPECT_EQ(c->state(), CuptiState::Busy);
+  EXPECT_TRUE(mentions(c->not_measured(), "Nsight Compute 2025.3.1"))
+      << all_notes(c->not_measured());
+  EXPECT_EQ(cupti->enabled_kind_count(), 0);
+  EXPECT_EQ(cupti->stats().buffers_requested, 0u);
+}
+
+}  // namespace
+}  // namespace fathom

@@ -1,0 +1,154 @@
+// gz_file: plain files always work; gzip goes through zlib where fathom has it, and is otherwise
+// refused with an error that names the file and the missing support. tests/CMakeLists.txt builds
+// this file twice, against the core as configured and against gz_file.cpp compiled without zlib,
+// so both branches are tested on every machine (the GPU machine may have no zlib headers).
+#include "gz_file.h"
+
+#include <fathom/error.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace fathom::detail {
+namespace {
+
+// "hello\n", gzip-compressed (Python's gzip module, mtime 0).
+const std::string kGzipHello(
+    "\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff\xcb\x48\xcd\xc9\xc9\xe7\x02\x00\x20\x30\x3a\x36"
+    "\x06\x00\x00\x00",
+    26);
+
+class GzFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/fathom_gz_file_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    for (const auto& f : made_) std::remove(f.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  std::string path(const std::string& name) {
+    made_.push_back(dir_ + "/" + name);
+    return made_.back();
+  }
+  static std::string raw(const std::string& p) {
+    std::string bytes;
+    if (std::FILE* f = std::fopen(p.c_str(), "rb")) {
+      char buf[4096];
+      std::size_t n = 0;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
+      std::fclose(f);
+    }
+    return bytes;
+  }
+  static void spit(const std::string& p, const std::string& bytes) {
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  template <typename F>
+  static std::string error_of(F&& body) {
+    try {
+      body();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> made_;
+};
+
+TEST(GzSuffix, OnlyTheEndOfTheNameCounts) {
+  EXPECT_TRUE(has_gz_suffix("run.jsonl.gz"));
+  EXPECT_TRUE(has_gz_suffix(".gz"));
+  EXPECT_FALSE(has_gz_suffix("run.gz.jsonl"));
+  EXPECT_FALSE(has_gz_suffix("gz"));
+  EXPECT_FALSE(has_gz_suffix(""));
+}
+
+TEST_F(GzFile, PlainFilesRoundTripLineByLine) {
+  const std::string p = path("plain.jsonl");
+  {
+    OutputFile out(p);
+    out.write("one\ntwo\n");
+    out.write("three");
+    out.close();
+  }
+  EXPECT_EQ(raw(p), "one\ntwo\nthree");  // a plain name is written plain, zlib or not
+  InputFile in(p);
+  EXPECT_EQ(in.peek(3), "one");
+  std::string line;
+  ASSERT_TRUE(in.read_line(line));
+  EXPECT_EQ(line, "one");
+  ASSERT_TRUE(in.read_line(line));
+  EXPECT_EQ(line, "two");
+  EXPECT_EQ(in.read_all(), "three");
+  EXPECT_FALSE(in.read_line(line));
+}
+
+TEST_F(GzFile, MissingFileNamesThePath) {
+  const std::string p = path("absent.jsonl.gz");
+  const std::string e = error_of([&] { InputFile in(p); });
+  EXPECT_NE(e.find("cannot open " + p), std::string::npos) << e;
+}
+
+#ifdef FATHOM_HAVE_ZLIB
+
+TEST_F(GzFile, GzNamesAreCompressedAndReadBack) {
+  const std::string p = path("run.jsonl.gz");
+  {
+    OutputFile out(p);
+    out.write("a\nb\n");
+    out.close();
+  }
+  const std::string bytes = raw(p);
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
+  InputFile in(p);
+  EXPECT_EQ(in.read_all(), "a\nb\n");
+}
+
+TEST_F(GzFile, ReadingSeesThroughGzipWhateverTheName) {
+  const std::string p = path("hello.json");
+  spit(p, kGzipHello);
+  InputFile in(p);
+  EXPECT_EQ(in.read_all(), "hello\n");
+}
+
+#else
+
+TEST_F(GzFile, WritingAGzNameSaysZlibIsMissing) {
+  const std::string p = path("run.jsonl.gz");
+  const std::string e = error_of([&] { OutputFile out(p); });
+  EXPECT_NE(e.find("cannot write " + p), std::string::npos) << e;
+  EXPECT_NE(e.find("built without zlib"), std::string::npos) << e;
+  EXPECT_NE(e.find("drop the .gz"), std::string::npos) << e;
+  EXPECT_NE(::access(p.c_str(), F_OK), 0) << "nothing is created";
+}
+
+TEST_F(GzFile, ReadingGzipDataSaysZlibIsMissingWhateverTheName) {
+  for (const char* name : {"trace.json.gz", "trace.json"}) {
+    const std::string p = path(name);
+    spit(p, kGzipHello);
+    const std::string e = error_of([&] { InputFile in(p); });
+    EXPECT_NE(e.find(p + " is gzip-compressed"), std::string::npos) << e;
+    EXPECT_NE(e.find("built without zlib"), std::string::npos) << e;
+    EXPECT_NE(e.find("gunzip it first"), std::string::npos) << e;
+  }
+}
+
+#endif
+
+}  // namespace
+}  // namespace fathom::detail
