@@ -41,8 +41,7 @@ CuptiExtension::CuptiExtension(const Options& options, std::optional<DevicePrope
     : aggregator_(std::make_unique<GpuAggregator>()),
       device_(std::move(device)),
       hooks_(std::move(hooks)),
-      record_shapes_(options.record_shapes()),
-      thread_(cupti_thread_id()) {
+      record_shapes_(options.record_shapes()) {
   auto sink = [this](GpuActivity&& batch) { take(std::move(batch)); };
   if (!options.record_activity().empty()) {
     try {
@@ -212,17 +211,13 @@ void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) no
   }
 }
 
-// Each new reason the collector gives goes into the report once. A reason found after the
-// start says from when, unless it already says where (the collector's own "at epoch E, step S").
+// Each new reason the collector gives goes into the report once; the collector says where in
+// the run it happened (CuptiConfig::where).
 void CuptiExtension::report_changes(Environment& env) noexcept {
   try {
     const std::vector<Unmeasured> notes = collector_->not_measured();
-    for (std::size_t i = notes_reported_; i < notes.size(); ++i) {
-      Unmeasured u = notes[i];
-      if (began_ && u.why.find(", step ") == std::string::npos)
-        u.why += " (from epoch " + std::to_string(epoch_) + ", step " + std::to_string(step_) + ")";
-      env.not_measured.push_back(std::move(u));
-    }
+    for (std::size_t i = notes_reported_; i < notes.size(); ++i)
+      env.not_measured.push_back(notes[i]);
     notes_reported_ = notes.size();
     for (; own_notes_reported_ < own_notes_.size(); ++own_notes_reported_)
       env.not_measured.push_back(own_notes_[own_notes_reported_]);

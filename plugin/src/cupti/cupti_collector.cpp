@@ -635,9 +635,11 @@ void CuptiCollector::Impl::fail(std::string why) {
   g_external_api.store(nullptr, std::memory_order_release);
   if (owner) cupti::BufferRegistry::get().disarm(owner.get());
   state.store(CuptiState::Failed);
-  note(kCuptiMeasurements,
-       "CUPTI failed during the run (" + why +
-           "); GPU activity after that point is not measured, phase timing goes on");
+  const std::string at = where();
+  note(kCuptiMeasurements, "CUPTI failed during the run (" + why +
+                               "); GPU activity after that point is not measured, phase timing "
+                               "goes on" +
+                               (at.empty() ? std::string() : " (from " + at + ")"));
 }
 
 // --- CuptiCollector ---------------------------------------------------------------------------
