@@ -202,6 +202,8 @@ TEST_F(CoexistenceTest, ASuspectedTakeoverThatWasNotOneEndsAtTheNextBuffer) {
   EXPECT_EQ(c->state(), CuptiState::StandingAside);
   step(*c, 2);  // buffers come back: fathom's callbacks were never taken
   EXPECT_EQ(c->state(), CuptiState::Collecting) << all_notes(c->not_measured());
+  EXPECT_FALSE(mentions(c->not_measured(), "buffers went to"))
+      << "no client had CUPTI: no buffer of fathom's was lost to one";
   step(*c, 2);
   cupti->wait_gpu();
   c->flush(true);

@@ -125,7 +125,9 @@ struct CuptiCollector::Impl {
   }
 
   bool start();
-  bool arm();
+  // taken_over: another client had CUPTI since the last arming, so fathom's buffers it still
+  // held went to that client.
+  bool arm(bool taken_over = false);
   void disable_all();
   void refuse(CuptiState s, std::string why);
   void note(std::string what, std::string why);
@@ -138,7 +140,7 @@ struct CuptiCollector::Impl {
   void collect_completed();
   void deliver();
   void stand_aside(Aside reason, std::string who);
-  void resume(const std::string& why);
+  void resume(const std::string& why, bool taken_over);
   void check_ownership(bool forced);
   void fail(std::string why);
 
@@ -310,7 +312,7 @@ bool CuptiCollector::Impl::start() {
 }
 
 // Registers fathom's callbacks and enables what it reads. Also what resuming does.
-bool CuptiCollector::Impl::arm() {
+bool CuptiCollector::Impl::arm(bool taken_over) {
   if (api.get_thread_id_type) {
     CUpti_ActivityThreadIdType t = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
     if (api.get_thread_id_type(&t) == CUPTI_SUCCESS) g_thread_id_type.store(static_cast<int>(t));
@@ -327,11 +329,13 @@ bool CuptiCollector::Impl::arm() {
   armed_at_ns = now_ns();
   cupti::BufferRegistry& registry = cupti::BufferRegistry::get();
   const std::uint64_t generation = registry.next_generation();
-  if (const std::size_t lost = registry.write_off(owner.get(), generation)) {
-    note(kCuptiMeasurements,
-         std::to_string(lost) + " of fathom's activity buffers went to " +
-             (aside_who.empty() ? std::string("another CUPTI client") : aside_who) +
-             " when it took CUPTI; the records in them are lost");
+  if (taken_over) {
+    if (const std::size_t lost = registry.write_off(owner.get(), generation)) {
+      note(kCuptiMeasurements,
+           std::to_string(lost) + " of fathom's activity buffers went to " +
+               (aside_who.empty() ? std::string("another CUPTI client") : aside_who) +
+               " when it took CUPTI; the records in them are lost");
+    }
   }
   registry.arm(owner);
   const CUptiResult reg =
@@ -581,9 +585,9 @@ void CuptiCollector::Impl::stand_aside(Aside reason, std::string who) {
   }
 }
 
-void CuptiCollector::Impl::resume(const std::string& why) {
+void CuptiCollector::Impl::resume(const std::string& why, bool taken_over) {
   const std::string from = aside_from, who = aside_who;
-  if (!arm()) return;  // arm() said why
+  if (!arm(taken_over)) return;  // arm() said why
   const std::string to = where();
   std::string span;
   if (!from.empty() && !to.empty()) span = " from " + from + " to " + to;
@@ -610,18 +614,20 @@ void CuptiCollector::Impl::check_ownership(bool forced) {
   switch (aside) {
     case Aside::KnownClient:
     case Aside::Yielded:
-      if (!config.known_clients.empty() && !active_client()) resume(aside_who + " is done");
+      if (!config.known_clients.empty() && !active_client())
+        resume(aside_who + " is done", /*taken_over=*/true);
       break;
     case Aside::Displaced:
       if (heartbeat != last_heartbeat) {
         // fathom's callbacks still get buffers: nobody took them after all.
-        resume("its buffers came back: no other client had taken CUPTI");
+        resume("its buffers came back: no other client had taken CUPTI", /*taken_over=*/false);
       } else if (forced && !config.known_clients.empty() && !active_client()) {
         // The device is idle and the forced flush brought nothing: the taker registered its
         // callbacks and went. A known client that is done now is the likely one; any other
         // subscriber that names itself keeps CUPTI.
         const cupti::SubscriberProbe probe = cupti::probe_subscriber(api);
-        if (!probe.held || known_holder(probe.holder)) resume("the client that took CUPTI is gone");
+        if (!probe.held || known_holder(probe.holder))
+          resume("the client that took CUPTI is gone", /*taken_over=*/true);
       }
       last_heartbeat = heartbeat;
       break;
