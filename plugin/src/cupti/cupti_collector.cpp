@@ -414,9 +414,11 @@ void CuptiCollector::Impl::disable_all() {
 void CuptiCollector::Impl::collect_completed() {
   if (!owner) return;
   std::vector<cupti::CompletedBuffer> done = owner->take_completed();
+  CUptiResult error = CUPTI_SUCCESS;
   for (const cupti::CompletedBuffer& b : done) {
     cupti::ParsedBuffer parsed;
-    cupti::parse_buffer(api, b.data, b.valid, parsed);
+    // After a real failure the rest are only given back: their records are not trusted.
+    if (error == CUPTI_SUCCESS) cupti::parse_buffer(api, b.data, b.valid, parsed);
     owner->recycle(b);
     try {
       queues.insert({b.context, b.stream});
@@ -455,15 +457,16 @@ void CuptiCollector::Impl::collect_completed() {
     } catch (...) {
       dropped.fetch_add(1);
     }
-    if (parsed.error != CUPTI_SUCCESS) {
-      fail("cuptiActivityGetNextRecord: " + cupti::result_text(api, parsed.error));
-      return;
-    }
+    if (parsed.error != CUPTI_SUCCESS) error = parsed.error;
+  }
+  if (error != CUPTI_SUCCESS) {
+    fail("cuptiActivityGetNextRecord: " + cupti::result_text(api, error));
+    return;
   }
   // CUPTI's own count, per queue, read and reset outside every callback.
   std::int64_t cupti_dropped = 0;
-  std::vector<std::pair<CUcontext, std::uint32_t>> qs(queues.begin(), queues.end());
-  qs.emplace_back(nullptr, 0);  // the global queue
+  std::set<std::pair<CUcontext, std::uint32_t>> qs = queues;
+  qs.emplace(nullptr, 0);  // the global queue, also when none of its buffers came back
   for (const auto& [context, stream] : qs) {
     std::size_t n = 0;
     if (FATHOM_CUPTI(api, activity_get_num_dropped_records, context, stream, &n) == CUPTI_SUCCESS)
@@ -586,7 +589,7 @@ void CuptiCollector::Impl::stand_aside(Aside reason, std::string who) {
 }
 
 void CuptiCollector::Impl::resume(const std::string& why, bool taken_over) {
-  const std::string from = aside_from, who = aside_who;
+  const std::string from = aside_from;
   if (!arm(taken_over)) return;  // arm() said why
   const std::string to = where();
   std::string span;
