@@ -794,7 +794,7 @@ std::size_t GpuAggregator::held_records() const noexcept {
 bool is_launch_call(std::string_view name) noexcept {
   auto has = [&](std::string_view t) { return name.find(t) != std::string_view::npos; };
   return has("LaunchKernel") || has("cuLaunch") || has("LaunchCooperativeKernel") ||
-         name == "cudaGraphLaunch";
+         has("GraphLaunch");
 }
 
 bool is_host_sync_call(std::string_view name) noexcept {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "activity_parser.h"
+#include "api_selection.h"
 #include "fake_cupti.h"
 
 namespace fathom::cupti {
@@ -189,6 +190,18 @@ TEST_F(ActivityParserTest, DriverCallsKeepOnlyLaunchesNotMadeInsideARuntimeCall)
   EXPECT_EQ(p.activity.runtime_calls[0].name, "cudaLaunchKernel");
   EXPECT_EQ(p.activity.runtime_calls[1].name, "cuLaunchKernel");
   EXPECT_EQ(p.activity.runtime_calls[1].correlation_id, 4u);
+}
+
+TEST_F(ActivityParserTest, EveryDriverCallThatIsRecordedIsKept) {
+  // A CUDA graph launched straight through the driver: recorded because fathom enables it
+  // (api_selection.h), so the parser must not drop it.
+  auto& graph = b.add<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_DRIVER);
+  graph.cbid = CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch;
+  graph.correlationId = 6;
+  ParsedBuffer p = parse();
+  ASSERT_EQ(p.activity.runtime_calls.size(), 1u);
+  EXPECT_EQ(p.activity.runtime_calls[0].name, "cuGraphLaunch");
+  EXPECT_TRUE(traced_driver_api("cuGraphLaunch"));
 }
 
 TEST_F(ActivityParserTest, ExternalCorrelationsComeBackBesideTheActivity) {

@@ -235,3 +235,20 @@ TEST(GpuAggregator, NoGpuActivityIsSaid) {
 
 }  // namespace
 }  // namespace fathom
+
+namespace fathom {
+namespace {
+
+// Graph launches count as launches however they are made: the runtime's, its per-thread
+// stream variant, and the driver's (what CUPTI records when a library launches graphs itself).
+TEST(LaunchCalls, GraphLaunchesThroughTheRuntimeAndTheDriverAreLaunches) {
+  EXPECT_TRUE(is_launch_call("cudaGraphLaunch"));
+  EXPECT_TRUE(is_launch_call("cudaGraphLaunch_ptsz"));
+  EXPECT_TRUE(is_launch_call("cuGraphLaunch"));
+  EXPECT_TRUE(is_launch_call("cuLaunchKernelEx"));
+  EXPECT_FALSE(is_launch_call("cudaGraphInstantiate"));
+  EXPECT_FALSE(is_launch_call("cudaMemcpyAsync"));
+}
+
+}  // namespace
+}  // namespace fathom

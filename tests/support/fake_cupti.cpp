@@ -98,6 +98,9 @@ CUptiResult fake_callback_name(CUpti_CallbackDomain domain, std::uint32_t cbid, 
       case CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent:
         *name = "cuCtxGetCurrent";
         return CUPTI_SUCCESS;
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+        *name = "cuGraphLaunch";
+        return CUPTI_SUCCESS;
       default:
         break;
     }

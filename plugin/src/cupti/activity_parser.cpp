@@ -11,8 +11,6 @@ namespace {
 
 std::int64_t raw(std::uint64_t t) { return static_cast<std::int64_t>(t); }
 
-bool is_driver_launch(const std::string& name) { return name.rfind("cuLaunch", 0) == 0; }
-
 // GPU work is usable only with both ends: CUPTI writes 0 for both when it had no device memory
 // for the timestamps, and a forced flush returns running work with its end still 0.
 bool timed(std::uint64_t start, std::uint64_t end, LostRecords& lost) {
@@ -191,8 +189,8 @@ void parse_buffer(const Api& api, std::uint8_t* buffer, std::size_t valid_size,
           const std::string& name = callback_name(
               api, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c->cbid);
           // Without per-cbid selection every call of both domains arrives: keep what fathom
-          // reads. Of the driver API only the launches matter.
-          if (runtime ? !traced_runtime_api(name) : !is_driver_launch(name)) {
+          // reads, by the same rule that selects what CUPTI records (api_selection.h).
+          if (runtime ? !traced_runtime_api(name) : !traced_driver_api(name)) {
             ++out.skipped;
             break;
           }
