@@ -1,5 +1,6 @@
-// The CUPTI collector: arming CUPTI's activity API for fathom, standing aside for other clients,
-// resuming, and turning the buffers CUPTI gives back into batches for the sink.
+// The CUPTI collector: starting, arming CUPTI's activity API for fathom, stopping, failing, and
+// the public class. The record path is in collector_records.cpp, sharing CUPTI with other
+// clients in collector_ownership.cpp, external ids in external_ids.cpp.
 //
 // Ownership rules (issue 12): fathom holds no callback subscription; its buffer callbacks make
 // no CUPTI call and take only the buffer registry's locks; buffers are parsed on the training
@@ -7,31 +8,27 @@
 // recorded are the ones fathom reads.
 #include <fathom/clock.h>
 #include <fathom/cupti_collector.h>
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
-#include <list>
 #include <mutex>
 #include <set>
 #include <utility>
 
-#include "activity_parser.h"
 #include "api_selection.h"
-#include "buffer_registry.h"
-#include "clock_alignment.h"
-#include "correlation_table.h"
+#include "collector_impl.h"
 #include "cupti_api.h"
+#include "external_ids.h"
 #include "subscriber_probe.h"
 
 namespace fathom {
 
+using collector::Kind;
+using collector::kKinds;
+using collector::record_count;
 using cupti::Api;
 
 namespace {
@@ -39,65 +36,10 @@ namespace {
 // One collector collects per process, like CUPTI's activity API itself.
 std::atomic<CuptiCollector::Impl*> g_active{nullptr};
 
-// The CUPTI that push/pop_external_id call: null while no collector collects. Api copies are
-// kept for the life of the process so a thread still popping after a stop never sees a
-// dangling table.
-std::atomic<const Api*> g_external_api{nullptr};
-// CUpti_ActivityThreadIdType in effect, read when a collector arms.
-std::atomic<int> g_thread_id_type{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT};
-
-const Api* keep_forever(const Api& api) {
-  static std::mutex m;
-  static std::list<Api> kept;  // list: elements never move
-  std::lock_guard lock(m);
-  for (const Api& k : kept)
-    if (k.activity_push_external_correlation_id == api.activity_push_external_correlation_id)
-      return &k;
-  return &kept.emplace_back(api);
-}
-
-struct ThreadExternalIds {
-  const Api* api = nullptr;  // the CUPTI the ids on this thread were pushed to
-  std::uint32_t depth[2] = {0, 0};
-};
-thread_local ThreadExternalIds t_external;
-
-// The activity kinds fathom enables, and what is lost without the optional ones. The runtime
-// and driver calls are enabled one cbid at a time (api_selection.h); SYNCHRONIZATION is not
-// enabled: CUDA 13 adds every event and stream query to it, and fathom reads host waits from
-// the synchronizing calls themselves.
-struct Kind {
-  CUpti_ActivityKind kind;
-  const char* name;
-  const char* lost;  // nullptr: essential
-  bool fathom_only;  // Kineto never enables it: disabled when fathom stands aside
-};
-constexpr Kind kKinds[] = {
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", "peer-to-peer copies between GPUs (CUPTI)", true},
-};
-
 // Errors that mean another client holds what fathom asked for, rather than a missing piece.
 bool held_by_another(CUptiResult r) {
   return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_HARDWARE_BUSY ||
          r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED;
-}
-
-template <typename T>
-void append(std::vector<T>& to, std::vector<T>& from) {
-  if (to.empty()) {
-    to = std::move(from);
-  } else {
-    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-  }
-}
-
-std::size_t record_count(const GpuActivity& a) {
-  return a.kernels.size() + a.memcpys.size() + a.memsets.size() + a.syncs.size() +
-         a.runtime_calls.size() + a.ops.size();
 }
 
 std::string fixed3(double v) {
@@ -108,72 +50,20 @@ std::string fixed3(double v) {
 
 }  // namespace
 
-struct CuptiCollector::Impl {
-  enum class Aside { None, KnownClient, Displaced, Yielded };
+CuptiCollector::Impl::Impl(const Api& a, Sink s, CuptiConfig c)
+    : api(a), sink(std::move(s)), config(std::move(c)) {
+  if (!config.getenv)
+    config.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+}
 
-  Impl(const Api& a, Sink s, CuptiConfig c) : api(a), sink(std::move(s)), config(std::move(c)) {
-    if (!config.getenv)
-      config.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+CuptiCollector::Impl::~Impl() {
+  if (owner) {
+    cupti::BufferRegistry::get().disarm(owner.get());
+    owner->retire();
   }
-  ~Impl() {
-    if (owner) {
-      cupti::BufferRegistry::get().disarm(owner.get());
-      owner->retire();
-    }
-    CuptiCollector::Impl* self = this;
-    g_active.compare_exchange_strong(self, nullptr);
-  }
-
-  bool start();
-  // taken_over: another client had CUPTI since the last arming, so fathom's buffers it still
-  // held went to that client.
-  bool arm(bool taken_over = false);
-  void disable_all();
-  void refuse(CuptiState s, std::string why);
-  void note(std::string what, std::string why);
-  void note_once(const char* key, std::string what, std::string why);
-  std::string where() const;
-  const KnownClient* active_client() const noexcept;
-  bool known_holder(const std::string& holder) const;
-  cupti::ClockSample sample() const;
-  void calibrate();
-  void collect_completed();
-  void deliver();
-  void stand_aside(Aside reason, std::string who);
-  void resume(const std::string& why, bool taken_over);
-  void check_ownership(bool forced);
-  void fail(std::string why);
-
-  Api api;
-  Sink sink;
-  CuptiConfig config;
-  std::shared_ptr<cupti::BufferOwner> owner;
-  std::atomic<CuptiState> state{CuptiState::Unavailable};
-  std::atomic<std::int64_t> dropped{0};
-  std::atomic<std::size_t> traced_calls{0};
-
-  // What fathom enabled, to undo exactly that.
-  std::vector<CUpti_ActivityKind> enabled;
-  std::vector<std::uint32_t> runtime_cbids, driver_cbids;
-  bool whole_domains = false;  // no per-cbid API: RUNTIME and DRIVER enabled whole
-  bool selected = false;
-
-  cupti::ClockAlignment clock;
-  std::int64_t armed_at_ns = 0;
-  std::set<std::pair<CUcontext, std::uint32_t>> queues;  // for CUPTI's dropped counts
-  std::uint64_t last_heartbeat = 0;
-  int silent_flushes = 0;
-  Aside aside = Aside::None;
-  std::string aside_who, aside_from;
-  std::uint64_t foreign_seen = 0;
-
-  mutable std::mutex mutex;  // everything below; never held around a CUPTI call
-  GpuActivity pending;
-  std::size_t pending_records = 0;
-  cupti::CorrelationTable table;
-  std::vector<Unmeasured> notes;
-  std::set<std::string> noted;
-};
+  CuptiCollector::Impl* self = this;
+  g_active.compare_exchange_strong(self, nullptr);
+}
 
 void CuptiCollector::Impl::note(std::string what, std::string why) {
   try {
@@ -202,25 +92,6 @@ std::string CuptiCollector::Impl::where() const {
   } catch (...) {
     return {};
   }
-}
-
-const KnownClient* CuptiCollector::Impl::active_client() const noexcept {
-  for (const KnownClient& k : config.known_clients) {
-    try {
-      if (k.active && k.active()) return &k;
-    } catch (...) {
-    }
-  }
-  return nullptr;
-}
-
-bool CuptiCollector::Impl::known_holder(const std::string& holder) const {
-  if (config.known_clients.empty()) return false;
-  if (holder.empty()) return true;  // torch 2.11's Kineto subscribes without a name
-  for (const KnownClient& k : config.known_clients)
-    for (const std::string& n : k.subscriber_names)
-      if (!n.empty() && holder.find(n) != std::string::npos) return true;
-  return false;
 }
 
 cupti::ClockSample CuptiCollector::Impl::sample() const {
@@ -315,7 +186,8 @@ bool CuptiCollector::Impl::start() {
 bool CuptiCollector::Impl::arm(bool taken_over) {
   if (api.get_thread_id_type) {
     CUpti_ActivityThreadIdType t = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
-    if (api.get_thread_id_type(&t) == CUPTI_SUCCESS) g_thread_id_type.store(static_cast<int>(t));
+    if (api.get_thread_id_type(&t) == CUPTI_SUCCESS)
+      collector::set_thread_id_type(static_cast<int>(t));
   }
   if (!selected) {
     whole_domains = !api.activity_enable_runtime_api || !api.activity_enable_driver_api;
@@ -393,7 +265,7 @@ bool CuptiCollector::Impl::arm(bool taken_over) {
   traced_calls.store(0);
   aside = Aside::None;
   state.store(CuptiState::Collecting);
-  g_external_api.store(keep_forever(api), std::memory_order_release);
+  collector::set_external_api(&api);
   return true;
 }
 
@@ -409,239 +281,9 @@ void CuptiCollector::Impl::disable_all() {
   }
 }
 
-// Parses what CUPTI gave back: on the calling thread, with no fathom lock held across a CUPTI
-// call (the parser calls cuptiActivityGetNextRecord and cuptiGetCallbackName).
-void CuptiCollector::Impl::collect_completed() {
-  if (!owner) return;
-  std::vector<cupti::CompletedBuffer> done = owner->take_completed();
-  CUptiResult error = CUPTI_SUCCESS;
-  for (const cupti::CompletedBuffer& b : done) {
-    cupti::ParsedBuffer parsed;
-    // After a real failure the rest are only given back: their records are not trusted.
-    if (error == CUPTI_SUCCESS) cupti::parse_buffer(api, b.data, b.valid, parsed);
-    owner->recycle(b);
-    try {
-      queues.insert({b.context, b.stream});
-    } catch (...) {
-    }
-    const std::int64_t lost = parsed.lost.total();
-    if (parsed.lost.incomplete)
-      note_once("incomplete", "GPU records still incomplete at a forced flush",
-                "CUPTI returned them before they were written (the rest of each such buffer "
-                "cannot be read); counted as dropped");
-    if (parsed.lost.in_flight)
-      note_once("in-flight", "GPU work still running at a forced flush",
-                "its records have no end time; counted as dropped, never aggregated");
-    if (parsed.lost.untimed)
-      note_once("untimed", "GPU records without timestamps",
-                "CUPTI had no device memory for them (CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE); "
-                "counted as dropped");
-    try {
-      std::lock_guard lock(mutex);
-      table.add(parsed.correlations);
-      const std::size_t n = record_count(parsed.activity);
-      std::int64_t over = 0;
-      if (pending_records + n > config.max_pending_records) {
-        over = static_cast<std::int64_t>(n);  // no step end for too long: keep memory bounded
-      } else {
-        GpuActivity& a = parsed.activity;
-        append(pending.kernels, a.kernels);
-        append(pending.memcpys, a.memcpys);
-        append(pending.memsets, a.memsets);
-        append(pending.syncs, a.syncs);
-        append(pending.runtime_calls, a.runtime_calls);
-        pending_records += n;
-      }
-      pending.dropped_records += lost + over;
-      dropped.fetch_add(lost + over);
-    } catch (...) {
-      dropped.fetch_add(1);
-    }
-    if (parsed.error != CUPTI_SUCCESS) error = parsed.error;
-  }
-  if (error != CUPTI_SUCCESS) {
-    fail("cuptiActivityGetNextRecord: " + cupti::result_text(api, error));
-    return;
-  }
-  // CUPTI's own count, per queue, read and reset outside every callback.
-  std::int64_t cupti_dropped = 0;
-  std::set<std::pair<CUcontext, std::uint32_t>> qs = queues;
-  qs.emplace(nullptr, 0);  // the global queue, also when none of its buffers came back
-  for (const auto& [context, stream] : qs) {
-    std::size_t n = 0;
-    if (FATHOM_CUPTI(api, activity_get_num_dropped_records, context, stream, &n) == CUPTI_SUCCESS)
-      cupti_dropped += static_cast<std::int64_t>(n);
-  }
-  if (cupti_dropped) {
-    dropped.fetch_add(cupti_dropped);
-    std::lock_guard lock(mutex);
-    pending.dropped_records += cupti_dropped;
-  }
-  const std::uint64_t foreign = cupti::BufferRegistry::get().foreign_buffers();
-  if (foreign > foreign_seen) {
-    foreign_seen = foreign;
-    note_once("foreign", kCuptiMeasurements,
-              "buffers of another CUPTI client came back through fathom's callbacks after fathom "
-              "registered them (" +
-                  std::to_string(foreign) +
-                  " so far); fathom leaves them alone, and that client loses those records");
-  }
-}
-
-void CuptiCollector::Impl::deliver() {
-  GpuActivity batch;
-  {
-    std::lock_guard lock(mutex);
-    batch = std::move(pending);
-    pending = GpuActivity{};
-    pending_records = 0;
-    table.attribute(batch);
-    table.next_delivery();
-  }
-  // GPU and API records carry CUPTI's time; ops are on fathom's clock already.
-  const std::int64_t earliest = armed_at_ns - 1'000'000'000, latest = now_ns() + 50'000'000;
-  std::int64_t unaligned = 0;
-  auto move = [&](auto& records) {
-    std::size_t keep = 0;
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      auto& r = records[i];
-      r.start_ns = clock.to_host(static_cast<std::uint64_t>(r.start_ns));
-      r.end_ns = clock.to_host(static_cast<std::uint64_t>(r.end_ns));
-      // A record stamped by another clock source (a timestamp callback registered between two
-      // flushes) lands nowhere near the run: dropped and counted rather than misplaced.
-      if (r.start_ns < earliest || r.end_ns > latest || r.end_ns < r.start_ns) {
-        ++unaligned;
-        continue;
-      }
-      if (keep != i) records[keep] = std::move(r);
-      ++keep;
-    }
-    records.resize(keep);
-  };
-  move(batch.kernels);
-  move(batch.memcpys);
-  move(batch.memsets);
-  move(batch.syncs);
-  move(batch.runtime_calls);
-  if (unaligned) {
-    batch.dropped_records += unaligned;
-    dropped.fetch_add(unaligned);
-    note_once("unaligned", "GPU records in another clock unit",
-              "records stamped before CUPTI's timestamp source changed could not be placed on "
-              "fathom's clock; counted as dropped");
-  }
-  if (record_count(batch) == 0 && batch.dropped_records == 0) return;
-  try {
-    if (sink) sink(std::move(batch));
-  } catch (const std::exception& e) {
-    std::cerr << "fathom: GPU activity could not be aggregated: " << e.what() << "\n";
-  } catch (...) {
-  }
-}
-
-void CuptiCollector::Impl::stand_aside(Aside reason, std::string who) {
-  if (state.load() != CuptiState::Collecting) return;
-  // fathom's ids must not reach the other client's records.
-  g_external_api.store(nullptr, std::memory_order_release);
-  state.store(CuptiState::StandingAside);
-  aside = reason;
-  aside_who = std::move(who);
-  aside_from = where();
-  // Empty fathom's buffers out of CUPTI: with the device idle a forced flush cuts no record, and
-  // every queue starts on the other client's buffers. Without a way to wait, only what is
-  // complete goes (the rest reaches the other client, which drops a buffer it did not allocate).
-  bool waited = false;
-  if (reason == Aside::KnownClient && config.synchronize_device) {
-    try {
-      config.synchronize_device();
-      waited = true;
-    } catch (...) {
-    }
-  }
-  FATHOM_CUPTI(api, activity_flush_all,
-               waited ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
-  collect_completed();
-  deliver();
-  // The kinds only fathom uses would reach the other client as records it never asked for; the
-  // shared ones (kernels, copies, the runtime and driver calls) it enabled itself: left alone.
-  for (auto it = enabled.begin(); it != enabled.end();) {
-    const Kind* k = nullptr;
-    for (const Kind& c : kKinds)
-      if (c.kind == *it) k = &c;
-    if (k && k->fathom_only) {
-      FATHOM_CUPTI(api, activity_disable, *it);
-      it = enabled.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  const std::string from = aside_from.empty() ? std::string() : " at " + aside_from;
-  if (reason == Aside::Displaced) {
-    note(kCuptiMeasurements,
-         "fathom's CUPTI buffers stopped coming back" + from +
-             " although the loop made CUDA calls: another CUPTI client took CUPTI's activity "
-             "callbacks; fathom stands aside, and GPU activity from there is not measured");
-  } else {
-    note(kCuptiMeasurements, aside_who + " took CUPTI" + from +
-                                 ": fathom stands aside so its trace keeps every GPU event; GPU "
-                                 "activity from there is not measured until it is done");
-  }
-}
-
-void CuptiCollector::Impl::resume(const std::string& why, bool taken_over) {
-  const std::string from = aside_from;
-  if (!arm(taken_over)) return;  // arm() said why
-  const std::string to = where();
-  std::string span;
-  if (!from.empty() && !to.empty()) span = " from " + from + " to " + to;
-  note(kCuptiMeasurements, "fathom resumed CUPTI collection" + (to.empty() ? "" : " at " + to) +
-                               " (" + why + "): GPU activity" + span + " is not measured");
-}
-
-void CuptiCollector::Impl::check_ownership(bool forced) {
-  const CuptiState s = state.load();
-  const std::uint64_t heartbeat = owner ? owner->heartbeat() : 0;
-  const std::size_t calls = traced_calls.exchange(0);
-  if (s == CuptiState::Collecting) {
-    if (const KnownClient* k = active_client()) {
-      stand_aside(Aside::KnownClient, k->name);
-      return;
-    }
-    if (calls > 0) silent_flushes = heartbeat == last_heartbeat ? silent_flushes + 1 : 0;
-    last_heartbeat = heartbeat;
-    if (silent_flushes >= std::max(config.displacement_flushes, 1))
-      stand_aside(Aside::Displaced, "another CUPTI client");
-    return;
-  }
-  if (s != CuptiState::StandingAside) return;
-  switch (aside) {
-    case Aside::KnownClient:
-    case Aside::Yielded:
-      if (!config.known_clients.empty() && !active_client())
-        resume(aside_who + " is done", /*taken_over=*/true);
-      break;
-    case Aside::Displaced:
-      if (heartbeat != last_heartbeat) {
-        // fathom's callbacks still get buffers: nobody took them after all.
-        resume("its buffers came back: no other client had taken CUPTI", /*taken_over=*/false);
-      } else if (forced && !config.known_clients.empty() && !active_client()) {
-        // The device is idle and the forced flush brought nothing: the taker registered its
-        // callbacks and went. A known client that is done now is the likely one; any other
-        // subscriber that names itself keeps CUPTI.
-        const cupti::SubscriberProbe probe = cupti::probe_subscriber(api);
-        if (!probe.held || known_holder(probe.holder))
-          resume("the client that took CUPTI is gone", /*taken_over=*/true);
-      }
-      last_heartbeat = heartbeat;
-      break;
-    case Aside::None:
-      break;
-  }
-}
-
 void CuptiCollector::Impl::fail(std::string why) {
   if (state.load() == CuptiState::Collecting) disable_all();
-  g_external_api.store(nullptr, std::memory_order_release);
+  collector::set_external_api(nullptr);
   if (owner) cupti::BufferRegistry::get().disarm(owner.get());
   state.store(CuptiState::Failed);
   const std::string at = where();
@@ -772,7 +414,7 @@ void CuptiCollector::stop() noexcept {
   const CuptiState s = c.state.load();
   if (s != CuptiState::Collecting && s != CuptiState::StandingAside) return;
   c.state.store(CuptiState::Stopped);
-  g_external_api.store(nullptr, std::memory_order_release);
+  collector::set_external_api(nullptr);
   try {
     if (s == CuptiState::Collecting) {
       c.disable_all();
@@ -791,45 +433,6 @@ std::int64_t CuptiCollector::dropped_records() const noexcept { return impl_->dr
 std::vector<Unmeasured> CuptiCollector::not_measured() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->notes;
-}
-
-// --- external correlation ---------------------------------------------------------------------
-
-void push_external_id(ExternalIdKind kind, std::uint64_t id) noexcept {
-  const Api* api = g_external_api.load(std::memory_order_relaxed);
-  if (!api) return;
-  ThreadExternalIds& t = t_external;
-  const int k = static_cast<int>(kind);
-  // Ids pushed to an earlier CUPTI on this thread are popped there first (rare: a restart).
-  if (t.api && t.api != api && (t.depth[0] || t.depth[1])) return;
-  const std::uint64_t value = kind == ExternalIdKind::Op ? (id | cupti::kOpIdBit) : id;
-  if (FATHOM_CUPTI(*api, activity_push_external_correlation_id, cupti::kFathomCorrelation, value) !=
-      CUPTI_SUCCESS)
-    return;
-  t.api = api;
-  ++t.depth[k];
-}
-
-void pop_external_id(ExternalIdKind kind) noexcept {
-  ThreadExternalIds& t = t_external;
-  const int k = static_cast<int>(kind);
-  // Popped even after the collector stopped, so no id of fathom's stays on CUPTI's stack.
-  if (t.depth[k] == 0 || !t.api) return;
-  --t.depth[k];
-  std::uint64_t last = 0;
-  FATHOM_CUPTI(*t.api, activity_pop_external_correlation_id, cupti::kFathomCorrelation, &last);
-}
-
-bool external_ids_enabled() noexcept {
-  return g_external_api.load(std::memory_order_relaxed) != nullptr;
-}
-
-std::uint64_t phase_external_id(Phase p) noexcept { return cupti::phase_correlation_id(p); }
-
-std::uint64_t cupti_thread_id() noexcept {
-  if (g_thread_id_type.load(std::memory_order_relaxed) == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
-    return static_cast<std::uint32_t>(::syscall(SYS_gettid));
-  return static_cast<std::uint32_t>(pthread_self());
 }
 
 }  // namespace fathom
