@@ -6,16 +6,18 @@
 // annotations for the step and its phases, kernel launches (runtime calls) and their kernels
 // from a pool of 300 distinct names (Tensor Core GEMMs, CUDA-core elementwise, NCCL), eligible
 // ATen ops with shapes, and host-to-device copies; flush() at every step end, as the session does.
-#include <fathom/activity_file.h>
-#include <fathom/file_system.h>
-#include <fathom/gpu_aggregator.h>
-#include <fathom/process_memory.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
 #include <string>
 #include <vector>
+
+#include "aggregate/gpu_aggregator.h"
+#include "analyze/activity_replay.h"
+#include "collect/process_memory.h"
+#include "records/activity_file.h"
+#include "records/file_system.h"
 
 namespace {
 

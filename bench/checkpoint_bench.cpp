@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "measure/saved_tensor_meter.h"
 #include "resnet.h"
-#include "saved_tensor_meter.h"
 
 namespace {
 

@@ -6,15 +6,15 @@
 //
 // The traces were recorded by Kineto, which leaves cudaGetDevice and a few driver calls out, so
 // the "every call" column is a lower bound of what recording whole domains costs.
-#include <fathom/cupti_collector.h>
-#include <fathom/kineto_trace_reader.h>
+#include <fathom/replay.h>
 
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "activity_parser.h"
+#include "collect/cupti/activity_parser.h"
+#include "collect/cupti/cupti_collector.h"
 #include "standin.h"
 
 namespace {

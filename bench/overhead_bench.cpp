@@ -13,10 +13,7 @@
 // the ranges), while emit_nvtx still formats every op. Run under bench/nvtx_null_tool
 // (NVTX_INJECTION64_PATH=.../libfathom_nvtx_null_tool.so), a tool that drops what it gets, for
 // what the ranges cost when somebody listens; under nsys the tool's own cost comes on top.
-#include <fathom/clock.h>
 #include <fathom/fathom.h>
-#include <fathom/host_info.h>
-#include <fathom/nvtx.h>
 #include <time.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
@@ -30,7 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "collect/clock.h"
+#include "collect/host_info.h"
+#include "collect/nvtx.h"
 #include "example_args.h"
+#include "records/file_system.h"
 #include "resnet.h"
 
 namespace {

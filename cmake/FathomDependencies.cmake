@@ -19,7 +19,7 @@ if(NOT fmt_FOUND)
   target_include_directories(fathom_fmt_header_only SYSTEM INTERFACE $<BUILD_INTERFACE:${FATHOM_FMT_INCLUDE}>)
   target_compile_definitions(fathom_fmt_header_only INTERFACE FMT_HEADER_ONLY=1)
   add_library(fmt::fmt ALIAS fathom_fmt_header_only)
-  install(TARGETS fathom_fmt_header_only EXPORT fathomTargets)
+  install(TARGETS fathom_fmt_header_only EXPORT fathomCoreTargets)
 endif()
 
 find_package(nlohmann_json 3.10 QUIET CONFIG)
@@ -28,7 +28,7 @@ if(NOT nlohmann_json_FOUND)
   add_library(fathom_json_header_only INTERFACE)
   target_include_directories(fathom_json_header_only SYSTEM INTERFACE $<BUILD_INTERFACE:${FATHOM_JSON_INCLUDE}>)
   add_library(nlohmann_json::nlohmann_json ALIAS fathom_json_header_only)
-  install(TARGETS fathom_json_header_only EXPORT fathomTargets)
+  install(TARGETS fathom_json_header_only EXPORT fathomCoreTargets)
 endif()
 
 # zlib reads and writes gzip traces and replay files (.json.gz, .jsonl.gz); without it fathom
@@ -64,7 +64,6 @@ endif()
 # with the torch wheel's nvidia/cu<major> package where there is no toolkit.
 set(_fathom_cupti_hints ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include /usr/local/cuda/extras/CUPTI/include
                         ${FATHOM_DEPS_DIR}/cupti/include)
-set(_fathom_cupti_lib_hints ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64)
 set(_fathom_site_packages "")
 if(Torch_DIR)
   get_filename_component(_sp "${Torch_DIR}/../../../.." ABSOLUTE)  # <site-packages>/torch/share/cmake/Torch
@@ -77,7 +76,6 @@ foreach(_sp IN LISTS _fathom_site_packages)
   file(GLOB _fathom_wheel_cuda LIST_DIRECTORIES true ${_sp}/nvidia/cu[0-9]* ${_sp}/nvidia/cuda_cupti)
   foreach(_w IN LISTS _fathom_wheel_cuda)
     list(APPEND _fathom_cupti_hints ${_w}/include)
-    list(APPEND _fathom_cupti_lib_hints ${_w}/lib)
   endforeach()
 endforeach()
 find_path(FATHOM_CUPTI_INCLUDE cupti_activity.h HINTS ${_fathom_cupti_hints})
@@ -85,9 +83,6 @@ if(NOT FATHOM_CUPTI_INCLUDE)
   message(FATAL_ERROR "fathom needs the CUPTI headers (cupti_activity.h): install the CUDA toolkit, the torch "
                       "wheel (nvidia/cu13/include), or set FATHOM_DEPS_DIR to a folder with cupti/include")
 endif()
-# Where the run-time search for libcupti looks after the loader's own path (cupti_api.cpp).
-list(REMOVE_DUPLICATES _fathom_cupti_lib_hints)
-set(FATHOM_CUPTI_LIBRARY_DIRS "${_fathom_cupti_lib_hints}")
 
 # CLI11 for the `fathom` command; the command is skipped where CLI11 is absent (the GPU machine).
 find_package(CLI11 QUIET CONFIG)

@@ -1,11 +1,7 @@
 // fathom analyze TRACE: the Tensor Core, transfer and timeline analyses of a PyTorch profiler
 // trace (.json, .json.gz) or a fathom activity file (.jsonl[.gz]), printed and written as JSON.
-#include <fathom/activity_file.h>
-#include <fathom/atomic_file.h>
 #include <fathom/error.h>
-#include <fathom/gpu_aggregator.h>
-#include <fathom/gpu_summary.h>
-#include <fathom/kineto_trace_reader.h>
+#include <fathom/replay.h>
 #include <fmt/format.h>
 
 #include <charconv>
@@ -13,7 +9,9 @@
 #include <memory>
 #include <optional>
 
+#include "analyze/transfer_analysis.h"
 #include "commands.h"
+#include "records/atomic_file.h"
 
 namespace fathom::cli {
 namespace {
@@ -61,11 +59,11 @@ LinkPeak link_of(const AnalyzeArgs& a) {
 int run_analyze(const AnalyzeArgs& a) {
   const LinkPeak link = link_of(a);
   const bool replay = is_activity_file(a.path);
-  const GpuActivity activity = replay ? load_activity(a.path) : read_kineto_trace(a.path);
+  const GpuActivity activity = load_trace(a.path);
   GpuSummaryOptions options;
   options.source = replay ? "fathom activity file" : "PyTorch profiler trace";
   options.link = link;
-  const GpuSummary summary = summarize_gpu(aggregate(activity), options);
+  const GpuSummary summary = analyze_activity(activity, options);
   std::cout << fmt::format("fathom analyze | {}\n", a.path) << format_gpu_summary_text(summary);
   if (!a.json_out.empty()) {
     write_file_atomically(a.json_out, format_gpu_analysis_json(summary, a.path));

@@ -1,10 +1,9 @@
 // fathom doctor: what this machine gives fathom to measure with, each problem with its fix.
 // Exit status 0: ready; 1: something is missing (scripts can gate a GPU job on it).
-#include <fathom/doctor.h>
-
 #include <iostream>
 #include <memory>
 
+#include "collect/doctor.h"
 #include "commands.h"
 
 namespace fathom::cli {

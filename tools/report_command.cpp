@@ -1,12 +1,12 @@
 // fathom report FILE.json: prints a JSON report written by a session (terminal, or JSON again),
 // or writes it as a self-contained HTML page (--html OUT).
-#include <fathom/atomic_file.h>
 #include <fathom/report_writers.h>
 
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
+#include "records/atomic_file.h"
 
 namespace fathom::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Device.h>
-#include <fathom/process_memory.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -81,8 +81,9 @@ class Progress {
       std::snprintf(buf, sizeof buf, "%s mem %.2f GiB (peak %.2f)", device_.str().c_str(),
                     static_cast<double>(stats.allocated_bytes[kAll].current) / (1 << 30),
                     static_cast<double>(stats.allocated_bytes[kAll].peak) / (1 << 30));
-    } else if (auto rss = fathom::current_rss_bytes()) {
-      std::snprintf(buf, sizeof buf, "rss %.0f MiB", static_cast<double>(*rss) / (1 << 20));
+    } else if (rusage u{}; getrusage(RUSAGE_SELF, &u) == 0) {
+      // ru_maxrss: the process's peak resident set, KiB on Linux.
+      std::snprintf(buf, sizeof buf, "rss peak %.0f MiB", static_cast<double>(u.ru_maxrss) / 1024);
     } else {
       return "rss n/a";
     }

@@ -3,12 +3,10 @@
 // Python's `with` hands the scope its exception in __exit__ instead of unwinding C++ frames, so
 // the stack-only C++ scopes (which read std::uncaught_exceptions()) cannot be held here. These
 // classes drive the session state exactly as PhaseScope, StepScope and EpochScope do
-// (hooks/src/session.cpp), passing Python's exception as the aborted/failed flag: the same
-// records, the same NVTX ranges, the same JSON report.
+// (libtorch/src/session/session.cpp), passing Python's exception as the aborted/failed flag: the
+// same records, the same NVTX ranges, the same JSON report.
 #include <fathom/amp.h>
-#include <fathom/clock.h>
 #include <fathom/error.h>
-#include <fathom/nvtx.h>
 #include <fathom/options.h>
 #include <fathom/report_writers.h>
 #include <fathom/session.h>
@@ -21,9 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "amp_extension.h"
-#include "copy_record.h"
-#include "session_state.h"
+#include "amp/amp_extension.h"
+#include "collect/clock.h"
+#include "collect/nvtx.h"
+#include "session/copy_record.h"
+#include "session/session_state.h"
 
 namespace py = pybind11;
 

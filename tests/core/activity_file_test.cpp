@@ -1,13 +1,15 @@
-#include <fathom/activity_file.h>
+#include "records/activity_file.h"
+
 #include <fathom/error.h>
-#include <fathom/file_system.h>
-#include <fathom/gpu_aggregator.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "aggregate/gpu_aggregator.h"
+#include "analyze/activity_replay.h"
+#include "records/file_system.h"
 #include "synthetic_activity.h"
 
 namespace fathom {

@@ -1,7 +1,7 @@
 // Device telemetry rules: PCIe link, clocks (advisor_device_rules.cpp).
-#include <fathom/advisor.h>
 #include <gtest/gtest.h>
 
+#include "advise/advisor.h"
 #include "advisor_fixtures.h"
 
 namespace fathom {

@@ -1,10 +1,10 @@
 #pragma once
 // Epochs and lookups shared by the advisor rule tests.
-#include <fathom/advisor.h>
-
 #include <algorithm>
 #include <optional>
 #include <string_view>
+
+#include "advise/advisor.h"
 
 namespace fathom::test {
 

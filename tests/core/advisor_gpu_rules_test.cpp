@@ -1,10 +1,11 @@
 // GPU activity rules (advisor_gpu_rules.cpp), on GpuSummary results built by hand.
-#include <fathom/advisor.h>
-#include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_summary.h>
 #include <gtest/gtest.h>
 
+#include "advise/advisor.h"
 #include "advisor_fixtures.h"
+#include "aggregate/gpu_aggregator.h"
+#include "records/annotation_roles.h"
 
 namespace fathom {
 namespace {
@@ -111,7 +112,7 @@ TEST(AdvisorGpu, TensorCoreWorkOrNoTensorCoresDoesNotFireMixedPrecision) {
 TEST(AdvisorGpu, UnknownKernelsDoNotFireMixedPrecisionAsIfOnCudaCores) {
   GpuActivity a;
   a.devices.push_back({0, "NVIDIA H100", 9, 0, 80LL << 30});
-  a.annotations.push_back({"ProfilerStep#1", 1, 0, 1'000'000});
+  a.annotations.push_back(classified_annotation("ProfilerStep#1", 1, 0, 1'000'000));
   for (int i = 0; i < 10; ++i)
     a.kernels.push_back({"void my_model::fused_block_kernel<__nv_bfloat16>(int)", 0, 7, i * 90'000,
                          i * 90'000 + 80'000});

@@ -1,7 +1,7 @@
 // Memory rules: near capacity, hardware fit, larger batch (advisor_memory_rules.cpp).
-#include <fathom/advisor.h>
 #include <gtest/gtest.h>
 
+#include "advise/advisor.h"
 #include "advisor_fixtures.h"
 
 namespace fathom {

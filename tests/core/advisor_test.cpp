@@ -1,5 +1,6 @@
 // The host-side rules (advisor_host_rules.cpp) and the ordering of findings (advisor.cpp).
-#include <fathom/advisor.h>
+#include "advise/advisor.h"
+
 #include <gtest/gtest.h>
 
 #include "advisor_fixtures.h"

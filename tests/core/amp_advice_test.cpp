@@ -1,7 +1,9 @@
-#include <fathom/advisor.h>
-#include <fathom/amp_advice.h>
-#include <fathom/tensor_core_analysis.h>
+#include "advise/amp_advice.h"
+
 #include <gtest/gtest.h>
+
+#include "advise/advisor.h"
+#include "analyze/tensor_core_analysis.h"
 
 namespace fathom {
 namespace {

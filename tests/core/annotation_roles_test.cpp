@@ -1,4 +1,5 @@
-#include <fathom/annotation_roles.h>
+#include "records/annotation_roles.h"
+
 #include <gtest/gtest.h>
 
 namespace fathom {

@@ -1,4 +1,5 @@
-#include <fathom/atomic_file.h>
+#include "records/atomic_file.h"
+
 #include <fathom/error.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,5 @@
-#include <fathom/chrome_trace.h>
+#include "report/chrome_trace.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

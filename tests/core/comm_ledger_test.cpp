@@ -1,4 +1,5 @@
-#include <fathom/comm_ledger.h>
+#include "aggregate/comm_ledger.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>

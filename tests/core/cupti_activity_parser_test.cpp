@@ -3,8 +3,8 @@
 #include <cupti_runtime_cbid.h>
 #include <gtest/gtest.h>
 
-#include "activity_parser.h"
-#include "api_selection.h"
+#include "collect/cupti/activity_parser.h"
+#include "collect/cupti/api_selection.h"
 #include "fake_cupti.h"
 
 namespace fathom::cupti {

@@ -1,10 +1,14 @@
-#include "cupti_api.h"
+#include "collect/cupti/cupti_api.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "fake_cupti.h"
+#include "scoped_env.h"
 
 namespace fathom::cupti {
 namespace {
@@ -55,6 +59,20 @@ TEST(CuptiApi, ALibraryWithoutCuptiNamesTheMissingFunctions) {
   EXPECT_FALSE(l.ok);
   EXPECT_TRUE(l.found);
   EXPECT_NE(l.why.find("lacks cuptiGetResultString"), std::string::npos) << l.why;
+}
+
+// Where CUPTI is looked for comes from the machine fathom runs on, not the one it was built on.
+TEST(CuptiApi, SearchFoldersComeFromTheRunningMachine) {
+  test::ScopedEnv home("CUDA_HOME", "/opt/cuda-elsewhere");
+  const std::vector<std::string> dirs = cupti_search_dirs();
+  auto has = [&](const std::string& d) {
+    return std::find(dirs.begin(), dirs.end(), d) != dirs.end();
+  };
+  EXPECT_TRUE(has("/opt/cuda-elsewhere/lib64"));
+  EXPECT_TRUE(has("/opt/cuda-elsewhere/extras/CUPTI/lib64"));
+  EXPECT_TRUE(has("/usr/local/cuda/extras/CUPTI/lib64"));
+  for (const std::string& d : dirs)
+    EXPECT_EQ(d.find(FATHOM_SOURCE_DIR), std::string::npos) << d << " is the build machine's";
 }
 
 // The toolkit on the build machine ships libcupti: fathom must find and accept it.

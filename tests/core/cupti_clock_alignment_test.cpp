@@ -1,7 +1,7 @@
 // CUPTI time onto fathom's clock: the unit measured, never assumed (finding 6 of issue 12).
 #include <gtest/gtest.h>
 
-#include "clock_alignment.h"
+#include "collect/cupti/clock_alignment.h"
 
 namespace fathom::cupti {
 namespace {

@@ -4,12 +4,13 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
-#include <fathom/cupti_collector.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "collect/cupti/cupti_collector.h"
 
 namespace fathom {
 namespace {

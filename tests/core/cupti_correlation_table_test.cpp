@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "correlation_table.h"
+#include "collect/cupti/correlation_table.h"
 
 namespace fathom::cupti {
 namespace {

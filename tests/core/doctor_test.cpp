@@ -1,4 +1,5 @@
-#include <fathom/doctor.h>
+#include "collect/doctor.h"
+
 #include <gtest/gtest.h>
 
 namespace fathom {
@@ -44,7 +45,7 @@ TEST(Doctor, HealthyMachineExitsZero) {
   const DoctorCheck* gpu = check(r, "GPU 0");
   ASSERT_NE(gpu, nullptr);
   EXPECT_TRUE(has(gpu->detail,
-                  "compute capability 9.0, 80.0 GiB, bf16 yes, TF32 yes, FP8 yes, PCIe gen 5 x16"))
+                  "compute capability 9.0, 80.00 GiB, bf16 yes, TF32 yes, FP8 yes, PCIe gen 5 x16"))
       << gpu->detail;
   EXPECT_TRUE(has(format_doctor(r), "ready: fathom can measure everything"));
 }

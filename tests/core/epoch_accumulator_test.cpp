@@ -1,4 +1,5 @@
-#include <fathom/epoch_accumulator.h>
+#include "aggregate/epoch_accumulator.h"
+
 #include <gtest/gtest.h>
 
 namespace fathom {

@@ -1,4 +1,5 @@
-#include <fathom/file_system.h>
+#include "records/file_system.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -1,4 +1,5 @@
-#include <fathom/gpu_aggregator.h>
+#include "aggregate/gpu_aggregator.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,6 +51,21 @@ TEST(GpuAggregator, PhasesFromAnnotationRangesAtLaunchTime) {
   EXPECT_EQ(bwd.communication_ns, us(100));
   EXPECT_EQ(bwd.tensor_core_ns, us(100));
   EXPECT_EQ(a.phases[kUnattributed].kernel_count, 0);
+}
+
+// The role travels on the record: the aggregator never reads it from the name, so a session's
+// "forward" range and a trace's "## forward ##" mean the same, and a name alone means nothing.
+TEST(GpuAggregator, PhaseRangesComeFromTheRecordsRoleNotItsName) {
+  GpuActivity act = test::one_step();
+  for (AnnotationRecord& r : act.annotations) {
+    if (r.role != AnnotationRole::Phase || r.phase != Phase::Forward) continue;
+    r.name = "a name no parser knows";  // the role alone makes it the forward phase
+  }
+  act.annotations.push_back(AnnotationRecord{"backward", 1, us(210), us(220)});  // role None
+  GpuAggregate a = aggregate(act);
+  EXPECT_EQ(a.phases[static_cast<std::size_t>(Phase::Forward)].kernel_count, 2);
+  EXPECT_EQ(a.phases[static_cast<std::size_t>(Phase::Forward)].memcpy_count, 1);
+  EXPECT_EQ(a.phases[static_cast<std::size_t>(Phase::Backward)].kernel_count, 4);
 }
 
 TEST(GpuAggregator, PhaseFromTheSourceWinsOverTimeRanges) {

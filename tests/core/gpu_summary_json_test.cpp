@@ -1,11 +1,11 @@
 #include <fathom/error.h>
-#include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_summary.h>
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "aggregate/gpu_aggregator.h"
 #include "gpu_summary_fixture.h"
 #include "sample_report.h"
 #include "synthetic_activity.h"

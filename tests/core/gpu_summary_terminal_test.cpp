@@ -1,8 +1,8 @@
-#include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_summary.h>
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
 
+#include "aggregate/gpu_aggregator.h"
 #include "sample_report.h"
 #include "synthetic_activity.h"
 

@@ -1,9 +1,9 @@
-#include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_summary.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "aggregate/gpu_aggregator.h"
 #include "synthetic_activity.h"
 
 namespace fathom {

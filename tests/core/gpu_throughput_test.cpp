@@ -1,4 +1,5 @@
-#include <fathom/gpu_throughput.h>
+#include "analyze/gpu_throughput.h"
+
 #include <gtest/gtest.h>
 
 namespace fathom {

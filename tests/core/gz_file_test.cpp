@@ -2,7 +2,7 @@
 // refused with an error that names the file and the missing support. tests/CMakeLists.txt builds
 // this file twice, against the core as configured and against gz_file.cpp compiled without zlib,
 // so both branches are tested on every machine (the GPU machine may have no zlib headers).
-#include "gz_file.h"
+#include "records/gz_file.h"
 
 #include <fathom/error.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,7 @@
 #include <fathom/hardware_fit.h>
-#include <fathom/thresholds.h>
 #include <gtest/gtest.h>
+
+#include "records/thresholds.h"
 
 namespace fathom {
 namespace {

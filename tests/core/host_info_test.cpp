@@ -1,4 +1,5 @@
-#include <fathom/host_info.h>
+#include "collect/host_info.h"
+
 #include <gtest/gtest.h>
 
 #include <string>

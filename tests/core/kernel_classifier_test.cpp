@@ -1,4 +1,5 @@
-#include <fathom/kernel_classifier.h>
+#include "aggregate/kernel_classifier.h"
+
 #include <gtest/gtest.h>
 
 #include <set>

@@ -1,11 +1,12 @@
 #include <fathom/error.h>
-#include <fathom/file_system.h>
-#include <fathom/gpu_aggregator.h>
 #include <fathom/gpu_summary.h>
-#include <fathom/kineto_trace_reader.h>
+#include <fathom/replay.h>
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "aggregate/gpu_aggregator.h"
+#include "records/file_system.h"
 
 namespace fathom {
 namespace {

@@ -1,4 +1,5 @@
-#include <fathom/memory_peak_tracker.h>
+#include "aggregate/memory_peak_tracker.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,9 +1,10 @@
 // NVML on a machine with a GPU (ctest label gpu): the real driver library answers.
-#include <fathom/clock.h>
-#include <fathom/telemetry_sampler.h>
 #include <gtest/gtest.h>
 
 #include <iostream>
+
+#include "collect/clock.h"
+#include "collect/telemetry_sampler.h"
 
 namespace fathom {
 namespace {

@@ -1,10 +1,10 @@
 // The NVML adapter, end to end through dlopen: against tests/support/fake_nvml.cpp, and against
 // the real driver library in nvml_gpu_test.cpp (label gpu).
-#include <fathom/telemetry_sampler.h>
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "collect/telemetry_sampler.h"
 #include "scoped_env.h"
 
 namespace fathom {

@@ -1,5 +1,6 @@
 // Runs with the recorder attached (NVTX_INJECTION64_PATH, set by CTest).
-#include <fathom/nvtx.h>
+#include "collect/nvtx.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>

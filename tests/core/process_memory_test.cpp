@@ -1,4 +1,5 @@
-#include <fathom/process_memory.h>
+#include "collect/process_memory.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>

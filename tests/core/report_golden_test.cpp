@@ -2,7 +2,6 @@
 // After an intended change to the output, regenerate the expected files with
 //   FATHOM_UPDATE_GOLDEN=1 ctest --test-dir <build> -R ReportGolden
 // and review the diff of tests/core/golden/ before committing it.
-#include <fathom/advisor.h>
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "advise/advisor.h"
 #include "golden_reports.h"
 
 namespace fathom {

@@ -2,8 +2,6 @@
 // to the end without an error: the page marks <html data-fathom-rendered="N"> with the number of
 // charts, and Chromium's console log has no uncaught exception. Skipped, with the reason, where
 // Chromium is not installed (scripts/lib.sh installs it).
-#include <fathom/advisor.h>
-#include <fathom/atomic_file.h>
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
 
@@ -13,8 +11,10 @@
 #include <filesystem>
 #include <string>
 
+#include "advise/advisor.h"
 #include "golden_reports.h"
 #include "gpu_summary_fixture.h"
+#include "records/atomic_file.h"
 
 namespace fathom {
 namespace {

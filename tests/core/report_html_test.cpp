@@ -1,9 +1,9 @@
-#include <fathom/advisor.h>
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
 
 #include <regex>
 
+#include "advise/advisor.h"
 #include "golden_reports.h"
 #include "gpu_summary_fixture.h"
 
@@ -71,6 +71,21 @@ TEST(ReportHtml, CpuRunSaysWhatWasNotMeasured) {
   EXPECT_TRUE(has(h, "Process resident memory (CPU)"));
   EXPECT_EQ(count(h, "<svg class=\"chart\""), 2u);         // step time, memory (RSS)
   EXPECT_EQ(count(h, "class=\"not-measured-text\""), 6u);  // 3 per epoch
+}
+
+// Which reason a chart gives is chosen by the entry's id, not by words in its `what`.
+TEST(ReportHtml, AChartsReasonIsFoundByItsIdNotItsWording) {
+  RunReport r = test::golden_report("cpu_cnn_batch16.report.json");
+  for (Unmeasured& u : r.environment.not_measured)
+    if (u.id == UnmeasuredId::GpuActivity) u.what = "kernel records";  // no "CUPTI" left
+  const std::string h = format_html_report(r);
+  EXPECT_TRUE(has(h, "not measured: kernel records: no CUDA device")) << "the id finds it";
+  Unmeasured decoy{"CUPTI and NVML and device memory", "a decoy"};  // id Other
+  r.environment.not_measured.insert(r.environment.not_measured.begin(), decoy);
+  const std::string with_decoy = format_html_report(r);
+  EXPECT_TRUE(has(with_decoy, "not measured: kernel records: no CUDA device"));
+  EXPECT_FALSE(has(with_decoy, "not-measured-text\">not measured: CUPTI and NVML"))
+      << "words alone choose no chart's reason";
 }
 
 TEST(ReportHtml, TopFindingsComeFirstWithEvidenceAndFix) {

@@ -15,9 +15,24 @@ TEST(ReportJson, RoundTripsEveryField) {
   EXPECT_EQ(format_json_report(back), text);
   ASSERT_EQ(back.epochs.size(), 1u);
   EXPECT_EQ(back.environment.not_measured.at(0).why, "CUPTI busy: another profiler holds it");
+  EXPECT_EQ(back.environment.not_measured.at(0).id, UnmeasuredId::GpuActivity);
   EXPECT_EQ(back.epochs[0].phase(Phase::Forward).device_memory->peak_reserved_bytes, 2LL << 30);
   EXPECT_FALSE(back.epochs[0].phase(Phase::Backward).device_ms_total.has_value());
   EXPECT_EQ(back.epochs[0].findings.at(0).fix, "line one\nline two");
+}
+
+TEST(ReportJson, NotMeasuredEntriesCarryTheirIdAndOldReportsGetOne) {
+  RunReport r = test::sample_report();
+  r.environment.not_measured = {{"anything", "because", UnmeasuredId::DeviceMemory}};
+  const std::string text = format_json_report(r);
+  EXPECT_NE(text.find("\"id\": \"device_memory\""), std::string::npos);
+  EXPECT_EQ(parse_json_report(text, "mem").environment.not_measured.at(0).id,
+            UnmeasuredId::DeviceMemory);
+  // A report from before ids (no "id" key) is given them from its words, once, when read.
+  std::string old = text;
+  old.erase(old.find("\"id\": \"device_memory\","),
+            std::string("\"id\": \"device_memory\",").size());
+  EXPECT_EQ(parse_json_report(old, "old").environment.not_measured.at(0).id, UnmeasuredId::Other);
 }
 
 TEST(ReportJson, DocumentedTopLevelFields) {

@@ -18,7 +18,8 @@ inline RunReport sample_report() {
   env.started_at = "2026-11-30T00:00:00Z";
   env.mode = "suggest";
   env.nvtx = "modules";
-  env.not_measured = {{"GPU kernels (CUPTI)", "CUPTI busy: another profiler holds it"}};
+  env.not_measured = {
+      {"GPU kernels (CUPTI)", "CUPTI busy: another profiler holds it", UnmeasuredId::GpuActivity}};
   EpochSummary e;
   e.index = 0;
   e.steps = 10;

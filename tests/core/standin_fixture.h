@@ -1,14 +1,14 @@
 #pragma once
 // A collector test against the CUPTI stand-in: the stand-in reset, a collector started on it,
 // and the training loop's moves (an op launching a kernel under fathom's ids, a step of them).
-#include <fathom/clock.h>
-#include <fathom/cupti_collector.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "collect/clock.h"
+#include "collect/cupti/cupti_collector.h"
 #include "standin.h"
 
 namespace fathom::testing {

@@ -1,4 +1,5 @@
-#include <fathom/step_samples.h>
+#include "aggregate/step_samples.h"
+
 #include <gtest/gtest.h>
 
 namespace fathom {

@@ -18,6 +18,8 @@
 // synchronization 50 ([800,850), host in cudaStreamSynchronize at 800), other 100 ([900,1000)).
 #include <fathom/gpu_records.h>
 
+#include "records/annotation_roles.h"
+
 namespace fathom::test {
 
 constexpr std::int64_t us(std::int64_t v) { return v * 1000; }
@@ -56,7 +58,7 @@ inline RuntimeCallRecord call(const char* name, std::int64_t b, std::int64_t e,
 }
 
 inline AnnotationRecord annotation(const char* name, std::int64_t b, std::int64_t e) {
-  return AnnotationRecord{name, 1, us(b), us(e)};
+  return classified_annotation(name, 1, us(b), us(e));  // as a trace reader would
 }
 
 inline OpRecord op(const char* name, std::int64_t b, std::int64_t e, std::uint64_t ext,

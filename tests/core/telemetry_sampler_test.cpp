@@ -1,5 +1,6 @@
+#include "collect/telemetry_sampler.h"
+
 #include <fathom/error.h>
-#include <fathom/telemetry_sampler.h>
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,7 +1,8 @@
-#include <fathom/gpu_aggregator.h>
-#include <fathom/tensor_core_analysis.h>
+#include "analyze/tensor_core_analysis.h"
+
 #include <gtest/gtest.h>
 
+#include "aggregate/gpu_aggregator.h"
 #include "synthetic_activity.h"
 
 namespace fathom {

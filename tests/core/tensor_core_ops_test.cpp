@@ -1,4 +1,5 @@
-#include <fathom/tensor_core_ops.h>
+#include "aggregate/tensor_core_ops.h"
+
 #include <gtest/gtest.h>
 
 namespace fathom {

@@ -1,6 +1,8 @@
-#include <fathom/timeline_analysis.h>
+#include "analyze/timeline_analysis.h"
+
 #include <gtest/gtest.h>
 
+#include "aggregate/gpu_aggregator.h"
 #include "synthetic_activity.h"
 
 namespace fathom {

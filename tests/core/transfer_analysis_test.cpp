@@ -1,7 +1,8 @@
-#include <fathom/gpu_aggregator.h>
-#include <fathom/transfer_analysis.h>
+#include "analyze/transfer_analysis.h"
+
 #include <gtest/gtest.h>
 
+#include "aggregate/gpu_aggregator.h"
 #include "synthetic_activity.h"
 
 namespace fathom {

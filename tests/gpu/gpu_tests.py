@@ -27,10 +27,30 @@ import xml.etree.ElementTree as ET
 BRACKET = re.compile(r"\[(=*)\[(.*?)\]\1\]", re.S)
 
 
+def live_include_files(build):
+    """The gtest include files ctest reads: those its CTestTestfile.cmake tree includes, reached
+    from the build folder through subdirs(). A folder left behind by a source folder that was
+    moved or removed keeps its old files, which ctest no longer reads."""
+    files, todo, seen = [], [build], set()
+    while todo:
+        d = todo.pop()
+        if d in seen:
+            continue
+        seen.add(d)
+        try:
+            with open(os.path.join(d, "CTestTestfile.cmake"), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        files += [p for p in re.findall(r'include\("([^"]+_include\.cmake)"\)', text)]
+        todo += [os.path.join(d, s) for s in re.findall(r'subdirs\("([^"]+)"\)', text)]
+    return files
+
+
 def gpu_test_executables(build):
     """(executables with gpu-labelled discoveries, include files read, include files seen)."""
     exes, read = set(), 0
-    files = glob.glob(os.path.join(build, "**", "*_include.cmake"), recursive=True)
+    files = live_include_files(build)
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cupti_api.h"
+#include "collect/cupti/cupti_api.h"
 
 namespace fathom::testing {
 

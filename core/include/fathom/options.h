@@ -1,0 +1,127 @@
+#pragma once
+// Session options in LibTorch's builder style: Options().report_dir("r").mode(Mode::Suggest).
+// FATHOM_* environment variables override them (see Options::with_env), so a built binary can be
+// instrumented without a rebuild.
+#include <fathom/memory_budget.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace fathom {
+
+// What fathom does. Off: nothing measurable (no ranges, no report). Observe: measure and report.
+// Suggest: also list the fixes. Auto: also apply the fixes fathom knows how to apply.
+enum class Mode { Off, Observe, Suggest, Auto };
+// How fine the NVTX ranges are; each level includes the ones before it.
+enum class NvtxLevel { Off, Phases, Modules, Ops };
+
+// Receives each of fathom's warnings (one line, without a "fathom: " prefix). fathom says a
+// warning kind at most a few times and then counts it; a handler must not block for long.
+using WarningHandler = std::function<void(std::string_view message)>;
+
+std::string_view mode_name(Mode m) noexcept;
+std::string_view nvtx_level_name(NvtxLevel l) noexcept;
+
+class Options {
+ public:
+  Options() = default;
+
+  Options& mode(Mode v) {
+    mode_ = v;
+    return *this;
+  }
+  Mode mode() const noexcept { return mode_; }
+
+  // Folder for the JSON (and other) reports; created at session start.
+  Options& report_dir(std::string v) {
+    report_dir_ = std::move(v);
+    return *this;
+  }
+  const std::string& report_dir() const noexcept { return report_dir_; }
+
+  // Base name of the report files; empty means "fathom-<date>-<time>-<pid>".
+  Options& run_name(std::string v) {
+    run_name_ = std::move(v);
+    return *this;
+  }
+  const std::string& run_name() const noexcept { return run_name_; }
+
+  Options& nvtx(NvtxLevel v) {
+    nvtx_ = v;
+    return *this;
+  }
+  NvtxLevel nvtx() const noexcept { return nvtx_; }
+
+  // Op ranges carry input shapes (costs a little per op; only with NvtxLevel::Ops).
+  Options& record_shapes(bool v) {
+    record_shapes_ = v;
+    return *this;
+  }
+  bool record_shapes() const noexcept { return record_shapes_; }
+
+  // Collect GPU activity through CUPTI when a GPU is present.
+  Options& cupti(bool v) {
+    cupti_ = v;
+    return *this;
+  }
+  bool cupti() const noexcept { return cupti_; }
+
+  // Also write every GPU activity record CUPTI delivers (kernels, copies, runtime calls, ops, the
+  // phase and step annotations) to this file, JSON lines, gzip-compressed when the name ends in
+  // .gz: for `fathom analyze`, and as fixtures that replay a real GPU run in CPU tests. Empty:
+  // off. FATHOM_RECORD_ACTIVITY=path.
+  Options& record_activity(std::string path) {
+    record_activity_ = std::move(path);
+    return *this;
+  }
+  const std::string& record_activity() const noexcept { return record_activity_; }
+
+  // Print the terminal report at each epoch end.
+  Options& print_report(bool v) {
+    print_report_ = v;
+    return *this;
+  }
+  bool print_report() const noexcept { return print_report_; }
+
+  // The memory a step may use before fathom checkpoints activations: bytes, or a fraction of the
+  // device memory (on CPU, which has none, a fraction of the activation memory measured without
+  // checkpointing). Unset: Auto mode acts when a step's peak passes 90 % of device memory.
+  // FATHOM_CHECKPOINT_BUDGET=12GiB | 80% | 0.8.
+  Options& checkpoint_budget(MemoryBudget v) {
+    checkpoint_budget_ = v;
+    return *this;
+  }
+  const std::optional<MemoryBudget>& checkpoint_budget() const noexcept {
+    return checkpoint_budget_;
+  }
+
+  // Where fathom's warnings go while this session lives (a logger, a test's list). Unset: standard
+  // error, each line prefixed with "fathom: ".
+  Options& warnings(WarningHandler v) {
+    warnings_ = std::move(v);
+    return *this;
+  }
+  const WarningHandler& warnings() const noexcept { return warnings_; }
+
+  // Returns these options with every FATHOM_* variable of the environment applied. Throws
+  // fathom::Error naming the variable and the accepted values on a bad value or unknown name.
+  Options with_env() const;
+
+ private:
+  Mode mode_ = Mode::Suggest;
+  std::string report_dir_ = "fathom-reports";
+  std::string run_name_;
+  NvtxLevel nvtx_ = NvtxLevel::Modules;
+  bool record_shapes_ = false;
+  bool cupti_ = true;
+  std::string record_activity_;
+  bool print_report_ = true;
+  std::optional<MemoryBudget> checkpoint_budget_;
+  WarningHandler warnings_;
+};
+
+}  // namespace fathom

@@ -1,0 +1,149 @@
+// Rules on device memory: near capacity, hardware fit, and room for a larger batch.
+#include <fathom/hardware_fit.h>
+
+#include <iterator>
+
+#include "advise/advisor_rules.h"
+#include "records/thresholds.h"
+
+namespace fathom::advice {
+namespace {
+
+constexpr const char* kMemoryFix =
+    "// let fathom checkpoint activations and enable mixed precision:\n"
+    "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));\n"
+    "// or halve the batch and accumulate gradients to keep the effective batch size:\n"
+    "optimizer.zero_grad();\n"
+    "for (int half = 0; half < 2; ++half) {\n"
+    "  auto [x, y] = next_half_batch();\n"
+    "  (criterion(model->forward(x), y) / 2).backward();\n"
+    "}\n"
+    "optimizer.step();";
+
+std::string variant_name(const FitVariant& v) {
+  std::string s = v.mixed_precision ? "mixed precision" : "fp32";
+  s += v.checkpointing ? " + checkpointing" : "";
+  return v.as_run ? s + " (as run)" : s;
+}
+
+}  // namespace
+
+void memory_near_capacity(const EpochSummary& e, const Environment& env,
+                          std::vector<Finding>& out) {
+  const auto m = device_memory_share(e, env);
+  const std::int64_t ooms = e.device_memory ? e.device_memory->ooms : 0;
+  if (!m) return;
+  if (m->share <= thresholds::kDeviceMemoryShare && ooms == 0) return;
+  Finding f = make_finding(finding_id::kMemoryNearCapacity,
+                           ooms > 0 ? Severity::Critical : Severity::Warning,
+                           ooms > 0 ? "Device memory ran out" : "Device memory is nearly full");
+  f.evidence = {{"peak used", mib(m->used)},
+                {"device memory", mib(m->total)},
+                {"share", percent(m->share)},
+                {"measured as", m->source},
+                {"threshold", percent(thresholds::kDeviceMemoryShare)}};
+  if (e.device_memory) {
+    f.evidence.push_back({"allocator retries", fmt::format("{}", e.device_memory->alloc_retries)});
+    f.evidence.push_back({"out-of-memory errors", fmt::format("{}", ooms)});
+  }
+  f.why =
+      "A larger batch or model will not fit, and allocator retries free and re-allocate the cache "
+      "(slow). Checkpointing trades recompute for activation memory; mixed precision halves "
+      "activations; a smaller batch with gradient accumulation keeps the math the same.";
+  f.estimated_gain = "room for a larger batch; fewer allocator retries";
+  f.fix = kMemoryFix;
+  out.push_back(std::move(f));
+}
+
+void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vector<Finding>& out) {
+  if (!e.footprint) return;
+  const auto m = device_memory_share(e, env);
+  const std::int64_t ooms = e.device_memory ? e.device_memory->ooms : 0;
+  const std::optional<std::int64_t> used =
+      e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt;
+  const HardwareFit fit = hardware_fit(*e.footprint, e.device_memory, used);
+  const FitVariant& as_run = fit.variants.front();
+  const std::int64_t capacity = m ? m->total : env.device_memory_bytes.value_or(0);
+  const bool as_run_tight =
+      as_run.need_bytes && capacity > 0 && fit_on(*as_run.need_bytes, capacity) != Fit::Fits;
+  if (!(ooms > 0 || (m && m->share > thresholds::kDeviceMemoryShare) || as_run_tight)) return;
+
+  Finding f =
+      make_finding(finding_id::kHardwareFit, ooms > 0 ? Severity::Critical : Severity::Warning,
+                   "The run barely fits this card: what it needs elsewhere");
+  if (capacity > 0) f.evidence.push_back({"this device", gib(static_cast<double>(capacity))});
+  const FitVariant* best = nullptr;
+  for (const FitVariant& v : fit.variants) {
+    if (!v.need_bytes) {
+      f.evidence.push_back({variant_name(v), "not estimated: " + v.why});
+      continue;
+    }
+    std::string cards;
+    for (std::size_t i = 0; i < std::size(kFitCards); ++i) {
+      if (v.cards[i] == Fit::DoesNotFit) continue;
+      cards += (cards.empty() ? "" : ", ") + std::string(kFitCards[i].label) +
+               (v.cards[i] == Fit::Tight ? " (tight)" : "");
+    }
+    f.evidence.push_back(
+        {variant_name(v), fmt::format("needs {}; fits {}", gib(static_cast<double>(*v.need_bytes)),
+                                      cards.empty() ? "none of 24/40/80/141 GB" : cards)});
+    if (!v.as_run && capacity > 0 && fit_on(*v.need_bytes, capacity) == Fit::Fits &&
+        (!best || *v.need_bytes > *best->need_bytes))
+      best = &v;  // the variant that fits with the least change: the largest need that still fits
+  }
+  f.why = fmt::format(
+      "From measured parameters ({}), gradients ({}), optimizer state ({}) and activations ({}); "
+      "overhead {} ({}), allocator fragmentation x{:.2f}.",
+      mib(e.footprint->parameter_bytes), mib(e.footprint->gradient_bytes),
+      e.footprint->optimizer_state_bytes ? mib(*e.footprint->optimizer_state_bytes)
+                                         : std::string("not measured, left out"),
+      mib(e.footprint->activation_bytes), mib(fit.overhead_bytes),
+      fit.overhead_measured ? "measured" : "assumed", fit.fragmentation);
+  if (best) {
+    f.estimated_gain =
+        fmt::format("{} of headroom on this device with {}",
+                    gib(static_cast<double>(capacity - *best->need_bytes)), variant_name(*best));
+    f.fix =
+        best->mixed_precision && !as_run.mixed_precision &&
+                !(best->checkpointing && !as_run.checkpointing)
+            ? "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));  // mixed "
+              "precision\n"
+              "// or by hand: at::autocast::set_autocast_enabled(at::kCUDA, true) around forward"
+            : "fathom::Session session(fathom::Options().mode(fathom::Mode::Auto));  // "
+              "checkpointing\n"
+              "// fathom plans which blocks to recompute from the measured activations";
+  } else {
+    f.estimated_gain =
+        "no variant fits this device with headroom: a larger card or a smaller batch";
+    f.fix = kMemoryFix;
+  }
+  out.push_back(std::move(f));
+}
+
+void batch_headroom(const EpochSummary& e, const Environment& env, std::vector<Finding>& out) {
+  const auto m = device_memory_share(e, env);
+  const auto busy = gpu_busy_share(e);
+  if (!m || !busy) return;
+  if (m->share >= thresholds::kIdleMemoryShare || busy->share >= thresholds::kGpuBusyShareLow)
+    return;
+  Finding f = make_finding(finding_id::kBatchHeadroom, Severity::Info,
+                           "GPU and its memory are both mostly idle: try a larger batch");
+  f.evidence = {
+      {"GPU busy", percent(busy->share)},
+      {"GPU busy measured as", busy->source},
+      {"peak memory", fmt::format("{} of {} ({})", mib(m->used), mib(m->total), percent(m->share))},
+      {"thresholds", fmt::format("busy < {}, memory < {}", percent(thresholds::kGpuBusyShareLow),
+                                 percent(thresholds::kIdleMemoryShare))}};
+  f.why =
+      "Each step pays fixed costs (launches, syncs, the optimizer) however small the batch; a "
+      "larger "
+      "batch spreads them over more samples while memory allows it.";
+  f.estimated_gain = fmt::format("up to {} of GPU time is idle now", percent(1.0 - busy->share));
+  f.fix =
+      "// twice the batch; scale the learning rate with it (linear scaling rule)\n"
+      "torch::data::DataLoaderOptions().batch_size(2 * bs);\n"
+      "torch::optim::AdamOptions(2 * lr);";
+  out.push_back(std::move(f));
+}
+
+}  // namespace fathom::advice

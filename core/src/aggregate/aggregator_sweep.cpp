@@ -1,0 +1,260 @@
+// The sweep: each held GPU record attributed to the phase and op that launched it, and the
+// device timelines (busy, idle and why) advanced over the window.
+#include <fathom/gpu_records.h>
+
+#include "aggregate/aggregator_state.h"
+#include "aggregate/tensor_core_ops.h"
+#include "records/thresholds.h"
+
+namespace fathom {
+
+GpuAggregator::Impl::Lookup GpuAggregator::Impl::build_lookup() {
+  Lookup l;
+  l.ranges = ranges;
+  std::sort(l.ranges.begin(), l.ranges.end(),
+            [](const PhaseRange& a, const PhaseRange& b) { return a.start < b.start; });
+  for (const PhaseRange& r : l.ranges) {
+    l.longest_range = std::max(l.longest_range, duration(r.start, r.end));
+    if (r.phase != Phase::Data) continue;
+    if (!l.data.empty() && r.start <= l.data.back().second)
+      l.data.back().second = std::max(l.data.back().second, r.end);
+    else
+      l.data.emplace_back(r.start, r.end);
+  }
+  l.syncs = host_syncs;
+  std::sort(l.syncs.begin(), l.syncs.end(),
+            [](const HostSpan& a, const HostSpan& b) { return a.start < b.start; });
+  std::int64_t m = kNever;
+  for (const HostSpan& s : l.syncs) l.sync_end_max.push_back(m = std::max(m, s.end));
+  for (auto& gen : op_instances)
+    for (OpInstance& op : gen) {
+      l.ops.push_back({op.thread, op.start, op.end, &op});
+      l.longest_op = std::max(l.longest_op, duration(op.start, op.end));
+    }
+  std::sort(l.ops.begin(), l.ops.end(), [](const Lookup::OpSpan& a, const Lookup::OpSpan& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.start < b.start;
+  });
+  return l;
+}
+
+std::optional<Phase> GpuAggregator::Impl::phase_at(const Lookup& l, std::int64_t t,
+                                                   std::uint64_t thread) {
+  auto it = std::upper_bound(l.ranges.begin(), l.ranges.end(), t,
+                             [](std::int64_t v, const PhaseRange& r) { return v < r.start; });
+  std::optional<Phase> any;
+  while (it != l.ranges.begin()) {
+    --it;
+    if (it->start < t - l.longest_range) break;
+    if (it->end <= t) continue;
+    if (it->thread == thread) return it->phase;
+    if (!any) any = it->phase;
+  }
+  return any;
+}
+
+OpInstance* GpuAggregator::Impl::op_at(const Lookup& l, std::uint64_t thread, std::int64_t t) {
+  auto it = std::upper_bound(
+      l.ops.begin(), l.ops.end(), std::make_pair(thread, t),
+      [](const std::pair<std::uint64_t, std::int64_t>& v, const Lookup::OpSpan& o) {
+        return v.first != o.thread ? v.first < o.thread : v.second < o.start;
+      });
+  // Ops on one thread nest or follow each other: none that starts before t - longest can hold t.
+  while (it != l.ops.begin()) {
+    --it;
+    if (it->thread != thread || it->start < t - l.longest_op) break;
+    if (it->end > t) return it->op;
+  }
+  return nullptr;
+}
+
+const Launch* GpuAggregator::Impl::find_launch(std::uint64_t correlation) const {
+  if (correlation == 0) return nullptr;
+  for (std::size_t g : {cur(), prev()}) {
+    auto it = launches[g].find(correlation);
+    if (it != launches[g].end()) return &it->second;
+  }
+  return nullptr;
+}
+
+OpInstance* GpuAggregator::Impl::find_op(std::uint64_t external_id) {
+  if (external_id == 0) return nullptr;
+  for (std::size_t g : {cur(), prev()}) {
+    auto it = op_by_external_id[g].find(external_id);
+    if (it != op_by_external_id[g].end()) return &op_instances[g][it->second];
+  }
+  return nullptr;
+}
+
+void GpuAggregator::Impl::attribute(HeldGpu& h, const Lookup& l) {
+  const Launch* launch = find_launch(h.correlation);
+  const std::uint64_t external_id = h.external_id ? h.external_id
+                                    : launch      ? launch->external_id
+                                                  : 0;
+  OpInstance* op = find_op(external_id);
+  if (!op && launch && !l.ops.empty()) op = op_at(l, launch->thread, launch->start);
+  h.launch_ns = launch ? launch->start : kNever;
+
+  std::optional<Phase> phase;
+  if (h.phase >= 0)
+    phase = static_cast<Phase>(h.phase);
+  else if (launch && launch->phase >= 0)
+    phase = static_cast<Phase>(launch->phase);
+  else if (launch)
+    phase = phase_at(l, launch->start, launch->thread);
+  else if (op)
+    phase = phase_at(l, op->start, op->thread);
+  else
+    phase = phase_at(l, h.start, 0);
+  PhaseGpuStats& p = phases[phase ? static_cast<std::size_t>(*phase) : kUnattributed];
+
+  const std::int64_t d = h.end - h.start;
+  if (h.type == HeldType::Kernel) {
+    bool tensor_core = h.tensor_core, unknown = h.undecided && !h.communication;
+    if (unknown && op && op->tensor_core_inputs && h.op_may_decide) {
+      tensor_core = true;
+      unknown = false;
+      ++kernels[h.kernel].tensor_core_by_op_count;
+      kernels[h.kernel].tensor_core_by_op_ns += d;
+    }
+    ++p.kernel_count;
+    p.kernel_ns += d;
+    if (tensor_core) p.tensor_core_ns += d;
+    if (unknown) p.unknown_ns += d;
+    if (h.communication) p.communication_ns += d;
+    if (op) {
+      ++op->kernels;
+      if (tensor_core) {
+        ++op->tensor_core_kernels;
+        op->tensor_core_ns += d;
+      } else if (unknown) {
+        ++op->unknown_kernels;
+        op->unknown_ns += d;
+      } else {
+        op->cuda_core_ns += d;
+      }
+    }
+  } else if (h.type == HeldType::Memcpy) {
+    ++p.memcpy_count;
+    p.memcpy_bytes += h.bytes;
+    p.memcpy_ns += d;
+  }
+}
+
+std::int64_t GpuAggregator::Impl::data_overlap(const Lookup& l, std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  auto it = std::upper_bound(l.data.begin(), l.data.end(), a,
+                             [](std::int64_t v, const auto& r) { return v < r.first; });
+  if (it != l.data.begin()) --it;
+  for (; it != l.data.end() && it->first < b; ++it)
+    sum += std::max<std::int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
+  return std::min(sum, b - a);
+}
+
+bool GpuAggregator::Impl::host_synchronizing(const Lookup& l, std::int64_t t) {
+  auto it = std::upper_bound(l.syncs.begin(), l.syncs.end(), t,
+                             [](std::int64_t v, const HostSpan& s) { return v < s.start; });
+  if (it == l.syncs.begin()) return false;
+  return l.sync_end_max[static_cast<std::size_t>(it - l.syncs.begin()) - 1] >= t;
+}
+
+void GpuAggregator::Impl::attribute_gap(IdleStats& idle, const Lookup& l, std::int64_t a,
+                                        std::int64_t b, std::int64_t launch_ns) {
+  if (b <= a) return;
+  ++idle.gaps;
+  const std::int64_t data = data_overlap(l, a, b);
+  idle.data_wait_ns += data;
+  const std::int64_t rest = (b - a) - data;
+  if (rest <= 0) return;
+  if (host_synchronizing(l, a))
+    idle.sync_ns += rest;
+  else if (launch_ns != kNever && launch_ns >= a)
+    idle.host_launch_ns += rest;
+  // else: left to other_ns, which the snapshot computes as what is left of the idle time
+}
+
+DeviceState& GpuAggregator::Impl::device_state(std::int32_t device) {
+  for (DeviceState& t : timelines)
+    if (t.device == device) return t;
+  DeviceState d;
+  d.device = device;
+  timelines.push_back(d);
+  return timelines.back();
+}
+
+void GpuAggregator::Impl::sweep_timeline(const Lookup& l) {
+  const auto by_device_then_start = [](const HeldGpu& a, const HeldGpu& b) {
+    return a.device != b.device ? a.device < b.device : a.start < b.start;
+  };
+  // CUPTI delivers records nearly in order; most sweeps need no sort at all.
+  if (!std::is_sorted(held.begin(), held.end(), by_device_then_start))
+    std::sort(held.begin(), held.end(), by_device_then_start);
+  const std::int64_t begin = window_begin();
+  DeviceState* st = nullptr;
+  std::int64_t swept_before = kNever, latest = kNever;
+  for (const HeldGpu& h : held) {
+    if (!st || st->device != h.device) {
+      if (st) st->swept_start = std::max(st->swept_start, latest);
+      st = &device_state(h.device);
+      swept_before = st->swept_start;
+      latest = kNever;
+    }
+    if (h.start < swept_before) {  // its neighbours in time have been swept already
+      ++late;
+      continue;
+    }
+    latest = std::max(latest, h.start);
+    const std::int64_t s = std::max(h.start, begin);
+    const std::int64_t e = h.end;
+    if (e <= s) continue;  // before the window (warm-up before the first step)
+    if (!st->busy.open)
+      attribute_gap(st->idle, l, begin, s, h.launch_ns);
+    else if (s > st->busy.seg_end)
+      attribute_gap(st->idle, l, st->busy.seg_end, s, h.launch_ns);
+    st->busy.add(s, e);
+    if (h.type == HeldType::Kernel) {
+      st->kernel.add(s, e);
+      st->kernel_or_memcpy.add(s, e);
+      (h.communication ? st->communication : st->compute).add(s, e);
+    } else if (h.type == HeldType::Memcpy) {
+      st->memcpy.add(s, e);
+      st->kernel_or_memcpy.add(s, e);
+    }
+  }
+  if (st) st->swept_start = std::max(st->swept_start, latest);
+}
+
+void GpuAggregator::Impl::fold(const OpInstance& op) {
+  EligibleOpStats& s = ops[op.key];
+  s.tensor_core_ns += op.tensor_core_ns;
+  s.cuda_core_ns += op.cuda_core_ns;
+  s.unknown_ns += op.unknown_ns;
+  if (op.kernels > 0) {
+    ++s.with_kernels;
+    if (op.tensor_core_kernels == 0 && op.unknown_kernels == 0) ++s.only_cuda_cores;
+  }
+}
+
+void GpuAggregator::Impl::next_generation() {
+  ++generation;
+  host_added = 0;
+  const std::size_t g = cur();  // now holds the oldest generation: reuse it
+  for (const OpInstance& op : op_instances[g]) fold(op);
+  op_instances[g].clear();
+  op_by_external_id[g].clear();
+  launches[g].clear();
+  const std::uint32_t keep_from = generation - 1;
+  std::erase_if(ranges, [&](const PhaseRange& r) { return r.generation < keep_from; });
+  std::erase_if(host_syncs, [&](const HostSpan& s) { return s.generation < keep_from; });
+}
+
+void GpuAggregator::Impl::sweep() {
+  if (!held.empty()) {
+    const Lookup l = build_lookup();
+    for (HeldGpu& h : held) attribute(h, l);
+    sweep_timeline(l);
+    held.clear();
+  }
+  next_generation();
+}
+
+}  // namespace fathom

@@ -1,0 +1,206 @@
+// The statistics tables every record lands in, and the host records held for the sweep.
+#include <fathom/gpu_records.h>
+
+#include "aggregate/aggregator_state.h"
+#include "aggregate/tensor_core_ops.h"
+#include "records/thresholds.h"
+
+namespace fathom {
+
+std::uint32_t GpuAggregator::Impl::intern_kernel(std::string_view name, std::int32_t device) {
+  if (auto it = kernel_index.find(name); it != kernel_index.end()) return it->second;
+  KernelClass kind = classify_kernel(name, capability(device));
+  std::string key(name);
+  if (kernel_index.size() >= limits.kernel_names) {
+    // Past the limit, names share a row per kind so the Tensor Core and NCCL totals stay exact.
+    ++folded_names;
+    key = kind.communication                   ? "(more kernel names: communication)"
+          : kind.decision == Decision::Unknown ? "(more kernel names: unknown)"
+          : kind.tensor_core                   ? "(more kernel names: tensor core)"
+                                               : "(more kernel names)";
+    kind.family = "folded";
+    kind.precision = Precision::Unknown;
+    kind.needs_capability = false;  // the row mixes names: it cannot say why each is unknown
+    if (auto it = kernel_index.find(key); it != kernel_index.end()) return it->second;
+  }
+  const auto id = static_cast<std::uint32_t>(kernels.size());
+  KernelStats s;
+  s.name = key;
+  s.kind = kind;
+  kernels.push_back(std::move(s));
+  kernel_index.emplace(std::move(key), id);
+  return id;
+}
+
+void GpuAggregator::Impl::add_kernel(const KernelRecord& r) {
+  const std::uint32_t id = intern_kernel(r.name, r.device);
+  KernelStats& k = kernels[id];
+  const std::int64_t d = duration(r.start_ns, r.end_ns);
+  k.min_ns = k.count ? std::min(k.min_ns, d) : d;
+  k.max_ns = std::max(k.max_ns, d);
+  ++k.count;
+  k.total_ns += d;
+  if (d < thresholds::kTinyKernelNs) {
+    ++k.tiny_count;
+    k.tiny_ns += d;
+  }
+  HeldGpu h;
+  h.start = r.start_ns;
+  h.end = r.start_ns + d;
+  h.correlation = r.correlation_id;
+  h.external_id = r.external_id;
+  h.device = r.device;
+  h.type = HeldType::Kernel;
+  h.tensor_core = k.kind.tensor_core;
+  h.communication = k.kind.communication;
+  h.phase = phase_index(r.phase);
+  h.undecided = k.kind.decision == Decision::Unknown;
+  h.op_may_decide = tensor_core_by_op(k.kind, capability(r.device), true);
+  h.kernel = id;
+  hold(h);
+}
+
+void GpuAggregator::Impl::add_memcpy(const MemcpyRecord& r) {
+  auto it = std::find_if(memcpys.begin(), memcpys.end(), [&](const MemcpyStats& m) {
+    return m.kind == r.kind && m.src == r.src && m.dst == r.dst && m.async == r.async;
+  });
+  if (it == memcpys.end()) {
+    memcpys.push_back(MemcpyStats{r.kind, r.src, r.dst, r.async});
+    it = memcpys.end() - 1;
+  }
+  const std::int64_t d = duration(r.start_ns, r.end_ns);
+  ++it->count;
+  it->bytes += r.bytes;
+  it->total_ns += d;
+  if (r.bytes > thresholds::kSyncCopyBytes) ++it->large_count;
+  HeldGpu h;
+  h.start = r.start_ns;
+  h.end = r.start_ns + d;
+  h.bytes = r.bytes;
+  h.correlation = r.correlation_id;
+  h.external_id = r.external_id;
+  h.device = r.device;
+  h.type = HeldType::Memcpy;
+  h.phase = phase_index(r.phase);
+  hold(h);
+}
+
+void GpuAggregator::Impl::add_memset(const MemsetRecord& r) {
+  const std::int64_t d = duration(r.start_ns, r.end_ns);
+  ++memsets.count;
+  memsets.bytes += r.bytes;
+  memsets.total_ns += d;
+  HeldGpu h;
+  h.start = r.start_ns;
+  h.end = r.start_ns + d;
+  h.bytes = r.bytes;
+  h.correlation = r.correlation_id;
+  h.external_id = r.external_id;
+  h.device = r.device;
+  h.type = HeldType::Memset;
+  h.phase = phase_index(r.phase);
+  hold(h);
+}
+
+void GpuAggregator::Impl::hold(const HeldGpu& h) {
+  note_time(h.start, h.end);
+  max_gpu_end = std::max(max_gpu_end, h.end);
+  held.push_back(h);
+  if (held.size() >= limits.window_records) sweep();
+}
+
+void GpuAggregator::Impl::add_sync(const SyncRecord& r) {
+  auto it = std::find_if(syncs.begin(), syncs.end(),
+                         [&](const SyncStats& s) { return s.kind == r.kind; });
+  if (it == syncs.end()) {
+    syncs.push_back(SyncStats{r.kind});
+    it = syncs.end() - 1;
+  }
+  ++it->count;
+  it->total_ns += duration(r.start_ns, r.end_ns);
+  note_time(r.start_ns, r.end_ns);
+  // A stream waiting on an event blocks the stream, not the host.
+  if (r.kind != SyncKind::StreamWaitEvent) host_syncs.push_back({r.start_ns, r.end_ns, generation});
+  check_host_limit();
+}
+
+void GpuAggregator::Impl::add_runtime(const RuntimeCallRecord& r) {
+  auto it = runtime_index.find(r.name);
+  std::uint32_t id;
+  if (it != runtime_index.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<std::uint32_t>(runtime_calls.size());
+    runtime_calls.push_back(RuntimeStats{r.name});
+    runtime_index.emplace(r.name, id);
+  }
+  ++runtime_calls[id].count;
+  runtime_calls[id].total_ns += duration(r.start_ns, r.end_ns);
+  note_time(r.start_ns, r.end_ns);
+  if (r.correlation_id != 0)
+    launches[cur()][r.correlation_id] =
+        Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)};
+  if (is_host_sync_call(r.name)) host_syncs.push_back({r.start_ns, r.end_ns, generation});
+  check_host_limit();
+}
+
+void GpuAggregator::Impl::add_op(const OpRecord& r) {
+  note_time(r.start_ns, r.end_ns);
+  if (!tensor_core_eligible_op(r.name)) return;
+  std::string key = r.name;
+  const std::string shapes = op_shapes_text(r.input_shapes);
+  const std::string dtypes = op_dtypes_text(r.input_shapes, r.input_dtypes);
+  op_dtypes = op_dtypes || !dtypes.empty();
+  key += '\x1f';
+  key += shapes;
+  key += '\x1f';
+  key += dtypes;
+  std::uint32_t id;
+  if (auto it = op_index.find(key); it != op_index.end()) {
+    id = it->second;
+  } else if (op_index.size() >= limits.op_keys) {
+    ++folded_ops;
+    auto f = op_index.find(std::string_view("(more op shapes)"));
+    if (f == op_index.end()) {
+      id = static_cast<std::uint32_t>(ops.size());
+      EligibleOpStats folded;
+      folded.name = "(more op shapes)";
+      ops.push_back(std::move(folded));
+      op_index.emplace("(more op shapes)", id);
+    } else {
+      id = f->second;
+    }
+  } else {
+    id = static_cast<std::uint32_t>(ops.size());
+    ops.push_back(
+        EligibleOpStats{r.name, shapes, dtypes, dims_not_multiple_of_8(r.name, r.input_shapes)});
+    op_index.emplace(std::move(key), id);
+  }
+  ++ops[id].instances;
+  auto& instances = op_instances[cur()];
+  if (r.external_id != 0)
+    op_by_external_id[cur()][r.external_id] = static_cast<std::uint32_t>(instances.size());
+  OpInstance instance{id, r.start_ns, r.end_ns, r.thread};
+  instance.tensor_core_inputs = tensor_core_input_types(r.input_dtypes);
+  instances.push_back(instance);
+  check_host_limit();
+}
+
+void GpuAggregator::Impl::add_annotation(const AnnotationRecord& r) {
+  note_time(r.start_ns, r.end_ns);
+  if (r.role == AnnotationRole::Step) {
+    ++steps;
+    step_ns += duration(r.start_ns, r.end_ns);
+    first_step = std::min(first_step, r.start_ns);
+    last_step_end = std::max(last_step_end, r.end_ns);
+  } else if (r.role == AnnotationRole::Phase) {
+    ranges.push_back(PhaseRange{r.start_ns, r.end_ns, r.thread, generation, r.phase});
+    check_host_limit();
+  }
+}
+
+void GpuAggregator::Impl::check_host_limit() {
+  if (++host_added >= limits.host_records / 2) sweep();
+}
+
+}  // namespace fathom

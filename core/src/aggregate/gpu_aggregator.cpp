@@ -1,0 +1,109 @@
+#include "aggregate/gpu_aggregator.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+
+#include "aggregate/aggregator_state.h"
+#include "aggregate/tensor_core_ops.h"
+#include "records/thresholds.h"
+
+namespace fathom {
+// (helpers: aggregator_state.h)
+
+GpuAggregator::GpuAggregator(AggregatorLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
+GpuAggregator::~GpuAggregator() = default;
+GpuAggregator::GpuAggregator(GpuAggregator&&) noexcept = default;
+GpuAggregator& GpuAggregator::operator=(GpuAggregator&&) noexcept = default;
+
+void GpuAggregator::add(const DeviceProperties& r) noexcept {
+  impl_->guarded([&] {
+    auto& d = impl_->devices;
+    if (std::none_of(d.begin(), d.end(), [&](const DeviceProperties& x) { return x.id == r.id; }))
+      d.push_back(r);
+  });
+}
+void GpuAggregator::add(const KernelRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_kernel(r); });
+}
+void GpuAggregator::add(const MemcpyRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_memcpy(r); });
+}
+void GpuAggregator::add(const MemsetRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_memset(r); });
+}
+void GpuAggregator::add(const SyncRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_sync(r); });
+}
+void GpuAggregator::add(const RuntimeCallRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_runtime(r); });
+}
+void GpuAggregator::add(const OpRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_op(r); });
+}
+void GpuAggregator::add(const AnnotationRecord& r) noexcept {
+  impl_->guarded([&] { impl_->add_annotation(r); });
+}
+
+void GpuAggregator::add(const GpuActivity& batch) noexcept {
+  for (const auto& r : batch.devices) add(r);
+  for (const auto& r : batch.annotations) add(r);
+  for (const auto& r : batch.ops) add(r);
+  for (const auto& r : batch.runtime_calls) add(r);
+  for (const auto& r : batch.syncs) add(r);
+  for (const auto& r : batch.kernels) add(r);
+  for (const auto& r : batch.memcpys) add(r);
+  for (const auto& r : batch.memsets) add(r);
+  add_dropped(batch.dropped_records);
+}
+
+void GpuAggregator::add_dropped(std::int64_t n) noexcept {
+  if (n > 0) impl_->dropped += n;
+}
+
+void GpuAggregator::flush() noexcept {
+  try {
+    impl_->sweep();
+  } catch (...) {
+    // Out of memory while sorting: the held records are lost, and counted.
+    impl_->dropped += static_cast<std::int64_t>(impl_->held.size());
+    impl_->held.clear();
+  }
+}
+
+GpuAggregate GpuAggregator::snapshot() { return impl_->snapshot(); }
+
+std::size_t GpuAggregator::held_records() const noexcept {
+  return impl_->held.size() + impl_->host_held();
+}
+
+bool is_launch_call(std::string_view name) noexcept {
+  auto has = [&](std::string_view t) { return name.find(t) != std::string_view::npos; };
+  return has("LaunchKernel") || has("cuLaunch") || has("LaunchCooperativeKernel") ||
+         has("GraphLaunch");
+}
+
+bool is_host_sync_call(std::string_view name) noexcept {
+  if (name.find("Synchronize") != std::string_view::npos) return true;
+  // cudaMemcpy / cuMemcpyDtoH...: the synchronous copies block the host until they are done.
+  const bool copy = name.substr(0, 10) == "cudaMemcpy" || name.substr(0, 8) == "cuMemcpy";
+  return copy && name.find("Async") == std::string_view::npos;
+}
+
+GpuAggregate aggregate(const GpuActivity& activity) {
+  // Everything is in memory already: one sweep sees every record's neighbours.
+  AggregatorLimits limits;
+  const std::size_t gpu =
+      activity.kernels.size() + activity.memcpys.size() + activity.memsets.size();
+  const std::size_t host = activity.runtime_calls.size() + activity.ops.size() +
+                           activity.annotations.size() + activity.syncs.size();
+  limits.window_records = std::max(limits.window_records, gpu + 1);
+  limits.host_records = std::max(limits.host_records, 2 * host + 2);
+  GpuAggregator agg(limits);
+  agg.add(activity);
+  return agg.snapshot();
+}
+
+}  // namespace fathom

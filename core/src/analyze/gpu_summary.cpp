@@ -1,0 +1,61 @@
+#include <fathom/gpu_summary.h>
+
+#include <string>
+
+#include "aggregate/gpu_aggregator.h"
+#include "analyze/tensor_core_analysis.h"
+#include "analyze/timeline_analysis.h"
+#include "analyze/transfer_analysis.h"
+
+namespace fathom {
+
+GpuSummary summarize_gpu(const GpuAggregate& a, const GpuSummaryOptions& options) {
+  GpuSummary s;
+  s.source = options.source;
+  s.devices = a.devices;
+  s.gpu_activity = a.has_gpu_activity();
+  s.records = a.records;
+  s.dropped_records = a.dropped_records;
+  if (!s.gpu_activity) {
+    s.not_measured.push_back(
+        {"GPU activity",
+         "the records hold no kernel, copy or memset (a CPU-only run, or GPU tracing was off)"});
+    return s;
+  }
+  s.tensor_cores = analyze_tensor_cores(a);
+  s.transfers = analyze_transfers(a, options.link);
+  s.timeline = analyze_timeline(a);
+
+  if (s.transfers.count > 0 && !options.link.gb_per_s) {
+    s.not_measured.push_back({"transfer bandwidth against the link peak",
+                              options.link.description.empty()
+                                  ? "the PCIe generation and width are not known"
+                                  : options.link.description});
+  }
+  if (!s.tensor_cores.ops_recorded) {
+    s.not_measured.push_back(
+        {"Tensor-Core-eligible ops on CUDA cores",
+         "no GEMM or convolution ATen ops in the records (ops or their shapes were not recorded)"});
+  }
+  if (const std::string note = undecided_kernels_note(s.tensor_cores); !note.empty())
+    s.not_measured.push_back({"Tensor Core use of some kernels", note});
+  if (!s.timeline.launches_recorded) {
+    s.not_measured.push_back({"idle time from late launches",
+                              "no kernel launch calls in the records: idle time the launches "
+                              "explain is left in 'other'"});
+  }
+  if (!s.timeline.window_from_steps) {
+    s.not_measured.push_back(
+        {"busy share of step time",
+         "no step annotations: busy and idle are against the whole recorded span"});
+  }
+  if (a.late_records > 0) {
+    s.not_measured.push_back(
+        {"timeline of late records", std::to_string(a.late_records) +
+                                         " records arrived after their time was swept: counted in "
+                                         "totals, not in the timeline"});
+  }
+  return s;
+}
+
+}  // namespace fathom

@@ -1,0 +1,23 @@
+// The replay entry points of <fathom/replay.h> that join the readers (records/) to the aggregation
+// (aggregate/) and the analyses: the same path a live session's records take.
+#include <fathom/replay.h>
+
+#include "aggregate/gpu_aggregator.h"
+#include "analyze/activity_replay.h"
+#include "records/activity_file.h"
+
+namespace fathom {
+
+GpuActivity load_trace(const std::string& path) {
+  return is_activity_file(path) ? load_activity(path) : read_kineto_trace(path);
+}
+
+GpuSummary analyze_activity(const GpuActivity& activity, const GpuSummaryOptions& options) {
+  return summarize_gpu(aggregate(activity), options);
+}
+
+void replay_activity(const std::string& path, GpuAggregator& into) {
+  read_activity(path, [&](GpuActivity&& b) { into.add(b); });
+}
+
+}  // namespace fathom

@@ -1,0 +1,196 @@
+#include "records/gz_file.h"
+
+#include <fathom/error.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+#ifdef FATHOM_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+namespace fathom::detail {
+namespace {
+
+constexpr std::size_t kChunk = std::size_t{1} << 16;
+
+std::string system_reason() { return std::strerror(errno); }
+
+#ifdef FATHOM_HAVE_ZLIB
+gzFile gz(void* h) { return static_cast<gzFile>(h); }
+
+// zlib's own words for what went wrong (without the path it puts first), and what they mean.
+std::string gz_problem(gzFile f, int code, const std::string& path) {
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  if (code == 0) code = err;
+  std::string text = msg && *msg ? msg : "read error";
+  if (text.rfind(path + ": ", 0) == 0) text.erase(0, path.size() + 2);
+  if (code == Z_BUF_ERROR) return "the gzip stream is truncated (" + text + ")";
+  if (code == Z_DATA_ERROR) return "the gzip data is corrupted (" + text + ")";
+  if (code == Z_ERRNO) return system_reason();
+  return text;
+}
+#else
+bool starts_with_gzip_magic(std::FILE* f) {
+  unsigned char magic[2] = {0, 0};
+  const std::size_t n = std::fread(magic, 1, 2, f);
+  std::rewind(f);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+#endif
+
+}  // namespace
+
+bool has_gz_suffix(std::string_view path) noexcept {
+  return path.size() >= 3 && path.substr(path.size() - 3) == ".gz";
+}
+
+InputFile::InputFile(std::string path) : path_(std::move(path)) {
+#ifdef FATHOM_HAVE_ZLIB
+  gzFile f = gzopen(path_.c_str(), "rb");
+  if (!f) throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
+  gzbuffer(f, kChunk);
+  handle_ = f;
+#else
+  std::FILE* f = std::fopen(path_.c_str(), "rb");
+  if (!f) throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
+  if (starts_with_gzip_magic(f)) {
+    std::fclose(f);
+    throw Error(fmt::format(
+        "{} is gzip-compressed and this fathom was built without zlib: gunzip it first", path_));
+  }
+  handle_ = f;
+#endif
+}
+
+InputFile::~InputFile() {
+#ifdef FATHOM_HAVE_ZLIB
+  if (handle_) gzclose(gz(handle_));
+#else
+  if (handle_) std::fclose(static_cast<std::FILE*>(handle_));
+#endif
+}
+
+bool InputFile::fill() {
+  if (eof_) return false;
+  if (pos_ > 0) {
+    buffer_.erase(0, pos_);
+    pos_ = 0;
+  }
+  const std::size_t old = buffer_.size();
+  buffer_.resize(old + kChunk);
+#ifdef FATHOM_HAVE_ZLIB
+  const int n = gzread(gz(handle_), buffer_.data() + old, static_cast<unsigned>(kChunk));
+  if (n < 0) {
+    buffer_.resize(old);
+    throw Error(fmt::format("{}: {}", path_, gz_problem(gz(handle_), 0, path_)));
+  }
+  buffer_.resize(old + static_cast<std::size_t>(n));
+  if (n == 0) {
+    eof_ = true;
+    // A gzip stream cut short reads as an early end; zlib remembers why.
+    int err = Z_OK;
+    gzerror(gz(handle_), &err);
+    if (err != Z_OK) throw Error(fmt::format("{}: {}", path_, gz_problem(gz(handle_), err, path_)));
+    return false;
+  }
+#else
+  std::FILE* f = static_cast<std::FILE*>(handle_);
+  const std::size_t n = std::fread(buffer_.data() + old, 1, kChunk, f);
+  buffer_.resize(old + n);
+  if (n == 0) {
+    if (std::ferror(f)) throw Error(fmt::format("{}: read error: {}", path_, system_reason()));
+    eof_ = true;
+    return false;
+  }
+#endif
+  return true;
+}
+
+bool InputFile::read_line(std::string& line) {
+  while (true) {
+    const std::size_t nl = buffer_.find('\n', pos_);
+    if (nl != std::string::npos) {
+      line.assign(buffer_, pos_, nl - pos_);
+      pos_ = nl + 1;
+      return true;
+    }
+    if (!fill()) {
+      if (pos_ >= buffer_.size()) return false;
+      line.assign(buffer_, pos_, std::string::npos);  // a last line without a newline
+      pos_ = buffer_.size();
+      return true;
+    }
+  }
+}
+
+std::string InputFile::peek(std::size_t n) {
+  while (buffer_.size() - pos_ < n && fill()) {
+  }
+  return buffer_.substr(pos_, n);
+}
+
+std::string InputFile::read_all() {
+  while (fill()) {
+  }
+  std::string out = buffer_.substr(pos_);
+  buffer_.clear();
+  pos_ = 0;
+  return out;
+}
+
+OutputFile::OutputFile(std::string path) : path_(std::move(path)), gzip_(has_gz_suffix(path_)) {
+#ifdef FATHOM_HAVE_ZLIB
+  // "T": plain writing through the same calls when the name does not ask for gzip.
+  gzFile f = gzopen(path_.c_str(), gzip_ ? "wb6" : "wbT");
+  if (!f) throw Error(fmt::format("cannot create {}: {}", path_, system_reason()));
+  gzbuffer(f, kChunk);
+  handle_ = f;
+#else
+  if (gzip_)
+    throw Error(
+        fmt::format("cannot write {}: this fathom was built without zlib; drop the .gz", path_));
+  std::FILE* f = std::fopen(path_.c_str(), "wb");
+  if (!f) throw Error(fmt::format("cannot create {}: {}", path_, system_reason()));
+  handle_ = f;
+#endif
+}
+
+OutputFile::~OutputFile() {
+  if (!handle_) return;
+#ifdef FATHOM_HAVE_ZLIB
+  gzclose(gz(handle_));
+#else
+  std::fclose(static_cast<std::FILE*>(handle_));
+#endif
+}
+
+void OutputFile::write(std::string_view text) {
+  if (!handle_) throw Error(fmt::format("{} is already closed", path_));
+  if (text.empty()) return;
+#ifdef FATHOM_HAVE_ZLIB
+  if (gzwrite(gz(handle_), text.data(), static_cast<unsigned>(text.size())) !=
+      static_cast<int>(text.size()))
+    throw Error(fmt::format("cannot write {}: {}", path_, gz_problem(gz(handle_), 0, path_)));
+#else
+  if (std::fwrite(text.data(), 1, text.size(), static_cast<std::FILE*>(handle_)) != text.size())
+    throw Error(fmt::format("cannot write {}: {}", path_, system_reason()));
+#endif
+}
+
+void OutputFile::close() {
+  if (!handle_) return;
+  void* h = handle_;
+  handle_ = nullptr;
+#ifdef FATHOM_HAVE_ZLIB
+  if (gzclose(gz(h)) != Z_OK)
+    throw Error(fmt::format("cannot finish writing {}: {}", path_, system_reason()));
+#else
+  if (std::fclose(static_cast<std::FILE*>(h)) != 0)
+    throw Error(fmt::format("cannot finish writing {}: {}", path_, system_reason()));
+#endif
+}
+
+}  // namespace fathom::detail

@@ -1,0 +1,105 @@
+#include "records/warning_sink.h"
+
+#include <algorithm>
+#include <atomic>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fathom::detail {
+namespace {
+
+struct Route {
+  std::uint64_t id;
+  WarningHandler handler;
+};
+
+struct Sink {
+  std::mutex mu;
+  std::map<std::string, std::int64_t, std::less<>> seen;  // per key: how many came
+  std::vector<Route> routes;                              // innermost last
+  std::uint64_t next_id = 1;
+  std::atomic<std::int64_t> said{0}, held_back{0}, swallowed{0};
+};
+
+Sink& sink() noexcept {
+  static Sink* s = new Sink;  // never destroyed: warnings may come from threads at exit
+  return *s;
+}
+
+// The only write to standard error in fathom's libraries.
+void say(Sink& s, const std::string& line) {
+  if (!s.routes.empty() && s.routes.back().handler) {
+    s.routes.back().handler(line);
+    return;
+  }
+  std::cerr << "fathom: " << line << "\n";
+}
+
+}  // namespace
+
+void warn_line(std::string_view key, std::string_view message) noexcept {
+  Sink& s = sink();
+  try {
+    std::lock_guard lock(s.mu);
+    auto it = s.seen.find(key);
+    if (it == s.seen.end()) it = s.seen.emplace(std::string(key), 0).first;
+    if (++it->second > kWarningsPerKey) {
+      s.held_back.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    s.said.fetch_add(1, std::memory_order_relaxed);
+    say(s, std::string(message));
+  } catch (...) {
+    // A handler that throws, or no memory for the line: the count is all that is left.
+    s.swallowed.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void swallowed(const char* where) noexcept {
+  sink().swallowed.fetch_add(1, std::memory_order_relaxed);
+  try {
+    warn_line(where, std::string("an unexpected failure was ignored in ") + where +
+                         " (training goes on; what it measured may be missing)");
+  } catch (...) {
+  }
+}
+
+WarningCounts warning_counts() noexcept {
+  Sink& s = sink();
+  return {s.said.load(), s.held_back.load(), s.swallowed.load()};
+}
+
+void flush_held_back_warnings() noexcept {
+  Sink& s = sink();
+  try {
+    std::lock_guard lock(s.mu);
+    for (auto& [key, n] : s.seen) {
+      if (n <= kWarningsPerKey) continue;
+      say(s, std::to_string(n - kWarningsPerKey) + " more warning(s) like '" + key +
+                 "' were held back");
+      n = kWarningsPerKey;
+    }
+  } catch (...) {
+    s.swallowed.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+WarningRedirect::WarningRedirect(WarningHandler handler) {
+  Sink& s = sink();
+  std::lock_guard lock(s.mu);
+  id_ = s.next_id++;
+  s.routes.push_back({id_, std::move(handler)});
+}
+
+WarningRedirect::~WarningRedirect() {
+  Sink& s = sink();
+  std::lock_guard lock(s.mu);
+  auto it =
+      std::find_if(s.routes.begin(), s.routes.end(), [&](const Route& r) { return r.id == id_; });
+  if (it != s.routes.end()) s.routes.erase(it);
+}
+
+}  // namespace fathom::detail

@@ -1,0 +1,225 @@
+// The HTML report's charts: step time and memory per epoch, Tensor Core share, transfers
+// and device busy time per epoch. Each says plainly what it lacks when the report has no figures.
+#include <fathom/gpu_summary.h>
+#include <fathom/hardware_fit.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "analyze/tensor_core_analysis.h"
+#include "analyze/transfer_analysis.h"
+#include "records/bytes_text.h"
+#include "report/html_charts.h"
+#include "report/report_html_parts.h"
+
+namespace fathom::html_report {
+
+using detail::bytes_text;
+using html::escape;
+
+// --- run-level charts --------------------------------------------------------------------------
+
+std::string step_time_chart(const RunReport& r) {
+  html::BarChart c;
+  c.title = "Step time by phase";
+  c.unit = "ms per step";
+  c.stacked = true;
+  for (const EpochSummary& e : r.epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
+  bool outside_any = false;
+  std::vector<std::optional<double>> outside;
+  for (Phase p : kAllPhases) {
+    html::Series s{std::string(phase_name(p)), kPhaseColors[static_cast<std::size_t>(p)], {}};
+    bool any = false;
+    for (const EpochSummary& e : r.epochs) {
+      const PhaseSummary& ps = e.phase(p);
+      if (ps.count == 0 || e.steps == 0) {
+        s.values.push_back(std::nullopt);
+        continue;
+      }
+      any = true;
+      s.values.push_back(ps.wall_ms_total / e.steps);
+    }
+    if (p == Phase::Data && any) s.name += " (wait before the step)";
+    if (any) c.series.push_back(std::move(s));
+  }
+  for (const EpochSummary& e : r.epochs) {
+    double in = 0;
+    for (const PhaseSummary& p : e.phases)
+      if (p.phase != Phase::Data) in += p.wall_ms_total;
+    const double gap = e.steps ? (e.step_ms_total - in) / e.steps : 0;
+    outside.push_back(gap > 0.005 * e.step_ms_mean() ? std::optional<double>(gap) : std::nullopt);
+    outside_any = outside_any || outside.back().has_value();
+  }
+  if (outside_any) c.series.push_back({"outside any phase", kOutsideColor, outside});
+  if (c.series.empty()) return html::not_measured_chart(c.title, "no step ran a phase scope");
+  return html::bar_chart(
+      c, "Mean wall time per step of each phase; the data phase is the wait before a step.");
+}
+
+std::string memory_chart(const RunReport& r) {
+  bool device = false, rss = false;
+  for (const EpochSummary& e : r.epochs)
+    for (const PhaseSummary& p : e.phases)
+      device = device || p.device_memory, rss = rss || p.rss_bytes_max;
+  const std::string title = "Memory per phase across epochs";
+  if (!device && !rss)
+    return html::not_measured_chart(title, why_not(r.environment, UnmeasuredId::DeviceMemory,
+                                                   "no memory figure was recorded for any phase"));
+  html::BarChart c;
+  c.title = title;
+  c.unit = "GiB";
+  for (const EpochSummary& e : r.epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
+  for (Phase p : kAllPhases) {
+    html::Series s{std::string(phase_name(p)), kPhaseColors[static_cast<std::size_t>(p)], {}};
+    bool any = false;
+    for (const EpochSummary& e : r.epochs) {
+      const PhaseSummary& ps = e.phase(p);
+      std::optional<double> v;
+      if (device && ps.device_memory) v = ps.device_memory->peak_allocated_bytes / 1073741824.0;
+      if (!device && ps.rss_bytes_max) v = *ps.rss_bytes_max / 1073741824.0;
+      any = any || v.has_value();
+      s.values.push_back(v);
+    }
+    if (any) c.series.push_back(std::move(s));
+  }
+  const std::string caption =
+      device
+          ? "Peak bytes allocated by the caching allocator during each phase."
+          : "Process resident memory (CPU) at the end of each phase. Device memory not measured: " +
+                why_not(r.environment, UnmeasuredId::DeviceMemory,
+                        "no device memory figures in this report");
+  return html::bar_chart(c, caption);
+}
+
+// --- epoch-level charts --------------------------------------------------------------------------
+
+std::string tensor_core_chart(const EpochSummary& e, const Environment& env) {
+  const std::string title = "Tensor Core share of kernel time";
+  const GpuSummary* g = gpu_of(e);
+  if (!g || !g->gpu_activity || g->tensor_cores.kernel_ns <= 0)
+    return html::not_measured_chart(
+        title, why_not(env, UnmeasuredId::GpuActivity, "no GPU kernel records in this report"));
+  const TensorCoreResult& tc = g->tensor_cores;
+  html::HBarChart c;
+  c.title = title;
+  c.unit = "ms of kernel time";
+  // Unknown kernels get their own segment: the name said neither, and they are not CUDA cores.
+  const bool any_unknown = tc.decisions.unknown.ns > 0;
+  auto add = [&](std::string label, std::int64_t tc_ns, std::int64_t unknown_ns,
+                 std::int64_t all_ns) {
+    std::vector<html::HBarSegment> segments = {
+        {"Tensor Cores", "#59a14f", tc_ns / 1e6},
+        {"CUDA cores", "#e15759", std::max<std::int64_t>(all_ns - tc_ns - unknown_ns, 0) / 1e6}};
+    if (any_unknown) segments.push_back({"unknown", "#bab0ac", unknown_ns / 1e6});
+    c.rows.push_back({std::move(label), std::move(segments), std::nullopt, ""});
+  };
+  add("all kernels", tc.tensor_core_ns, tc.decisions.unknown.ns, tc.kernel_ns);
+  for (const PhaseTensorCores& p : tc.phases)
+    add(p.phase, p.tensor_core_ns, p.unknown_ns, p.kernel_ns);
+  std::string caption;
+  if (tc.share) {
+    const TensorCoreDecisions& d = tc.decisions;
+    caption = fmt::format(
+        "Tensor Core share: {} of compute-kernel time. Decided by kernel name: {:.1f} ms on Tensor "
+        "Cores, {:.1f} ms on CUDA cores; by the launching op: {:.1f} ms on Tensor Cores; unknown: "
+        "{:.1f} ms.",
+        pct(*tc.share), d.tensor_cores_by_name.ns / 1e6, d.cuda_cores_by_name.ns / 1e6,
+        d.tensor_cores_by_op.ns / 1e6, d.unknown.ns / 1e6);
+    if (const std::string note = undecided_kernels_note(tc); !note.empty())
+      caption += " " + note + ".";
+  }
+  return html::hbar_chart(c, caption);
+}
+
+std::string transfer_chart(const EpochSummary& e, const Environment& env) {
+  const std::string title = "Transfer bandwidth against the link's peak";
+  const GpuSummary* g = gpu_of(e);
+  html::HBarChart c;
+  c.title = title;
+  c.unit = "GB/s";
+  if (g && g->gpu_activity) {
+    for (const TransferDirection& d : g->transfers.directions) {
+      if (!d.gb_per_s) continue;
+      const bool host =
+          d.direction == MemcpyKind::HostToDevice || d.direction == MemcpyKind::DeviceToHost;
+      c.rows.push_back({std::string(memcpy_kind_name(d.direction)),
+                        {{"achieved (copy records)", "#4e79a7", *d.gb_per_s}},
+                        host ? g->transfers.link.gb_per_s : std::nullopt,
+                        "link peak"});
+    }
+    if (!c.rows.empty())
+      return html::hbar_chart(
+          c, "Link: " + g->transfers.link.description + ". Bytes over copy time, per direction.");
+  }
+  if (e.telemetry &&
+      (e.telemetry->pcie_rx_bytes_per_s_mean || e.telemetry->pcie_tx_bytes_per_s_mean)) {
+    const PcieLinkState& l = e.telemetry->pcie;
+    std::optional<double> peak;
+    if (l.gen && l.width)
+      if (auto p = pcie_peak_bytes_per_s(*l.gen, *l.width)) peak = *p / 1e9;
+    auto add = [&](const char* label, const std::optional<double>& mean,
+                   const std::optional<double>& max) {
+      if (!mean) return;
+      std::vector<html::HBarSegment> seg{{"mean traffic (NVML)", "#4e79a7", *mean / 1e9}};
+      if (max && *max > *mean)
+        seg.push_back({"up to the max sample", "#a0cbe8", (*max - *mean) / 1e9});
+      c.rows.push_back({label, seg, peak, "link peak"});
+    };
+    add("to device", e.telemetry->pcie_rx_bytes_per_s_mean, e.telemetry->pcie_rx_bytes_per_s_max);
+    add("from device", e.telemetry->pcie_tx_bytes_per_s_mean, std::nullopt);
+    return html::hbar_chart(
+        c,
+        "PCIe traffic sampled by NVML (all traffic, not only copies). Copy "
+        "records not measured: " +
+            why_not(env, UnmeasuredId::GpuActivity, "no GPU copy records in this report"));
+  }
+  return html::not_measured_chart(
+      title, why_not(env, UnmeasuredId::GpuActivity, "no GPU copy records in this report"));
+}
+
+std::string busy_chart(const EpochSummary& e, const Environment& env) {
+  const std::string title = "GPU busy and idle";
+  const GpuSummary* g = gpu_of(e);
+  if (g && g->gpu_activity && g->timeline.window_ns > 0 && !g->timeline.devices.empty()) {
+    html::HBarChart c;
+    c.title = title;
+    c.unit = "% of the steps";
+    c.max = 100;
+    for (const DeviceTimeline& d : g->timeline.devices) {
+      const double w = static_cast<double>(g->timeline.window_ns) / 100.0;
+      c.rows.push_back({fmt::format("GPU {}", d.device),
+                        {{"busy", "#59a14f", d.busy_ns / w},
+                         {"idle: data wait", "#9c9c9c", d.idle.data_wait_ns / w},
+                         {"idle: host sync", "#e15759", d.idle.sync_ns / w},
+                         {"idle: late launches", "#f2a541", d.idle.host_launch_ns / w},
+                         {"idle: other", "#d9d9d9", d.idle.other_ns / w}},
+                        std::nullopt,
+                        ""});
+    }
+    return html::hbar_chart(
+        c, "Busy: kernels, copies and memsets. Idle split by what the host was doing.");
+  }
+  if (e.telemetry && !e.telemetry->series.empty() && e.telemetry->gpu_utilization_pct_mean) {
+    html::LineChart c;
+    c.title = title;
+    c.x_unit = "seconds into the epoch";
+    c.y_unit = "% busy (NVML)";
+    c.y_max = 100;
+    html::LineSeries s{"GPU utilization", "#4e79a7", {}};
+    for (const TelemetryPoint& p : e.telemetry->series)
+      if (p.gpu_utilization_pct) s.points.push_back({p.t_s, *p.gpu_utilization_pct});
+    c.series.push_back(std::move(s));
+    return html::line_chart(
+        c, fmt::format("NVML utilization: the share of each sample period in which any kernel ran; "
+                       "mean {:.1f} %. Idle causes need GPU records: {}",
+                       *e.telemetry->gpu_utilization_pct_mean,
+                       why_not(env, UnmeasuredId::GpuActivity, "not in this report")));
+  }
+  return html::not_measured_chart(
+      title,
+      why_not(env, UnmeasuredId::GpuActivity, "no GPU records") + "; " +
+          why_not(env, UnmeasuredId::DeviceTelemetry, "no device telemetry (NVML) in this report"));
+}
+
+}  // namespace fathom::html_report

@@ -1,0 +1,71 @@
+#pragma once
+// The pieces of the HTML report that its files share (report_html.cpp: the page, the stats and
+// the findings; report_html_charts.cpp: the SVG charts; report_html_tables.cpp: the tables).
+#include <fathom/gpu_summary.h>
+#include <fathom/report.h>
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <iterator>
+#include <string>
+
+namespace fathom::html_report {
+
+inline constexpr const char* kPhaseColors[kPhaseCount] = {"#9c9c9c", "#f2a541", "#4e79a7",
+                                                          "#e15759", "#59a14f"};
+inline constexpr const char* kOutsideColor = "#d9d9d9";
+
+inline std::string pct(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+
+// The reason a report gives for something it did not measure.
+inline std::string why_not(const Environment& env, UnmeasuredId id, std::string fallback) {
+  for (const Unmeasured& u : env.not_measured)
+    if (u.id == id) return u.what + ": " + u.why;
+  return fallback;
+}
+
+// The GPU section of an epoch, when the report has one.
+inline const GpuSummary* gpu_of(const EpochSummary& e) { return e.gpu ? &*e.gpu : nullptr; }
+
+inline void row(std::string& out, std::initializer_list<std::string> cells) {
+  out += "<tr>";
+  bool first = true;
+  for (const std::string& c : cells) {
+    out += first ? "<td class=\"text\">" : "<td>";
+    out += c;  // already escaped by the caller
+    out += "</td>";
+    first = false;
+  }
+  out += "</tr>";
+}
+
+inline void table_head(std::string& out, std::initializer_list<const char*> heads,
+                       bool sortable = true) {
+  out += sortable ? "<table class=\"sortable\"><thead><tr>" : "<table><thead><tr>";
+  for (const char* h : heads) fmt::format_to(std::back_inserter(out), "<th>{}</th>", h);
+  out += "</tr></thead><tbody>";
+}
+
+// Charts (report_html_charts.cpp).
+std::string step_time_chart(const RunReport& r);
+
+std::string memory_chart(const RunReport& r);
+
+std::string tensor_core_chart(const EpochSummary& e, const Environment& env);
+
+std::string transfer_chart(const EpochSummary& e, const Environment& env);
+
+std::string busy_chart(const EpochSummary& e, const Environment& env);
+
+// Tables (report_html_tables.cpp).
+std::string phase_table(const EpochSummary& e);
+
+std::string copies_table(const EpochSummary& e);
+
+std::string top_kernels_table(const EpochSummary& e);
+
+std::string telemetry_table(const EpochSummary& e);
+
+std::string hardware_fit_table(const EpochSummary& e);
+
+}  // namespace fathom::html_report

@@ -1,0 +1,380 @@
+// JSON form of the report model. The schema is documented in docs/report-schema.md; a change to
+// a field's meaning bumps kReportSchemaVersion.
+#include <fathom/error.h>
+#include <fathom/hardware_fit.h>
+#include <fathom/report_writers.h>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "records/json_helpers.h"
+#include "report/gpu_summary_json.h"
+#include "report/mixed_precision_report.h"
+#include "report/module_report_writers.h"
+
+namespace fathom {
+namespace {
+
+using detail::finding_json;
+using detail::optional_from;
+using detail::optional_json;
+using detail::unmeasured_from;
+using detail::unmeasured_json;
+using nlohmann::json;
+
+json memory_json(const std::optional<DeviceMemoryPeak>& m) {
+  if (!m) return nullptr;
+  return {{"peak_allocated_bytes", m->peak_allocated_bytes},
+          {"peak_reserved_bytes", m->peak_reserved_bytes},
+          {"alloc_retries", m->alloc_retries},
+          {"ooms", m->ooms}};
+}
+
+std::optional<DeviceMemoryPeak> memory_from(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  DeviceMemoryPeak m;
+  m.peak_allocated_bytes = it->at("peak_allocated_bytes").get<std::int64_t>();
+  m.peak_reserved_bytes = it->at("peak_reserved_bytes").get<std::int64_t>();
+  m.alloc_retries = it->at("alloc_retries").get<std::int64_t>();
+  m.ooms = it->at("ooms").get<std::int64_t>();
+  return m;
+}
+
+json environment_json(const Environment& e) {
+  json not_measured = json::array();
+  for (const auto& u : e.not_measured) not_measured.push_back(unmeasured_json(u));
+  return {{"fathom_version", e.fathom_version},
+          {"torch_version", e.torch_version},
+          {"device", e.device},
+          {"device_name", e.device_name},
+          {"device_memory_bytes", optional_json(e.device_memory_bytes)},
+          {"hostname", e.hostname},
+          {"pid", e.pid},
+          {"started_at", e.started_at},
+          {"mode", e.mode},
+          {"nvtx", e.nvtx},
+          {"not_measured", not_measured}};
+}
+
+// --- device telemetry (NVML), memory footprint and hardware fit ---------------------------------
+
+json telemetry_json(const std::optional<DeviceTelemetry>& t) {
+  if (!t) return nullptr;
+  json throttle = json::array();
+  for (const ThrottleShare& s : t->throttle)
+    throttle.push_back({{"reason", s.reason}, {"share", s.share}});
+  json series = json::array();
+  for (const TelemetryPoint& p : t->series) {
+    series.push_back({{"t_s", p.t_s},
+                      {"gpu_utilization_pct", optional_json(p.gpu_utilization_pct)},
+                      {"memory_used_bytes", optional_json(p.memory_used_bytes)},
+                      {"power_w", optional_json(p.power_w)},
+                      {"sm_clock_mhz", optional_json(p.sm_clock_mhz)},
+                      {"pcie_tx_bytes_per_s", optional_json(p.pcie_tx_bytes_per_s)},
+                      {"pcie_rx_bytes_per_s", optional_json(p.pcie_rx_bytes_per_s)}});
+  }
+  json not_measured = json::array();
+  for (const auto& u : t->not_measured) not_measured.push_back(unmeasured_json(u));
+  return {{"source", t->source},
+          {"device_name", t->device_name},
+          {"samples", t->samples},
+          {"duration_s", t->duration_s},
+          {"gpu_utilization_pct_mean", optional_json(t->gpu_utilization_pct_mean)},
+          {"gpu_utilization_pct_max", optional_json(t->gpu_utilization_pct_max)},
+          {"memory_utilization_pct_mean", optional_json(t->memory_utilization_pct_mean)},
+          {"memory_used_bytes_max", optional_json(t->memory_used_bytes_max)},
+          {"memory_total_bytes", optional_json(t->memory_total_bytes)},
+          {"power_w_mean", optional_json(t->power_w_mean)},
+          {"power_w_max", optional_json(t->power_w_max)},
+          {"power_limit_w", optional_json(t->power_limit_w)},
+          {"energy_j", optional_json(t->energy_j)},
+          {"sm_clock_mhz_mean", optional_json(t->sm_clock_mhz_mean)},
+          {"sm_clock_mhz_max", optional_json(t->sm_clock_mhz_max)},
+          {"memory_clock_mhz_mean", optional_json(t->memory_clock_mhz_mean)},
+          {"throttle", throttle},
+          {"pcie",
+           {{"gen", optional_json(t->pcie.gen)},
+            {"width", optional_json(t->pcie.width)},
+            {"max_gen", optional_json(t->pcie.max_gen)},
+            {"max_width", optional_json(t->pcie.max_width)},
+            {"under_load", t->pcie.under_load}}},
+          {"pcie_tx_bytes_per_s_mean", optional_json(t->pcie_tx_bytes_per_s_mean)},
+          {"pcie_rx_bytes_per_s_mean", optional_json(t->pcie_rx_bytes_per_s_mean)},
+          {"pcie_rx_bytes_per_s_max", optional_json(t->pcie_rx_bytes_per_s_max)},
+          {"nvlinks_active", optional_json(t->nvlinks_active)},
+          {"series", series},
+          {"not_measured", not_measured}};
+}
+
+std::optional<DeviceTelemetry> telemetry_from(const json& parent) {
+  auto it = parent.find("telemetry");
+  if (it == parent.end() || it->is_null()) return std::nullopt;
+  const json& j = *it;
+  DeviceTelemetry t;
+  t.source = j.at("source").get<std::string>();
+  t.device_name = j.at("device_name").get<std::string>();
+  t.samples = j.at("samples").get<std::int64_t>();
+  t.duration_s = j.at("duration_s").get<double>();
+  t.gpu_utilization_pct_mean = optional_from<double>(j, "gpu_utilization_pct_mean");
+  t.gpu_utilization_pct_max = optional_from<double>(j, "gpu_utilization_pct_max");
+  t.memory_utilization_pct_mean = optional_from<double>(j, "memory_utilization_pct_mean");
+  t.memory_used_bytes_max = optional_from<std::int64_t>(j, "memory_used_bytes_max");
+  t.memory_total_bytes = optional_from<std::int64_t>(j, "memory_total_bytes");
+  t.power_w_mean = optional_from<double>(j, "power_w_mean");
+  t.power_w_max = optional_from<double>(j, "power_w_max");
+  t.power_limit_w = optional_from<double>(j, "power_limit_w");
+  t.energy_j = optional_from<double>(j, "energy_j");
+  t.sm_clock_mhz_mean = optional_from<double>(j, "sm_clock_mhz_mean");
+  t.sm_clock_mhz_max = optional_from<double>(j, "sm_clock_mhz_max");
+  t.memory_clock_mhz_mean = optional_from<double>(j, "memory_clock_mhz_mean");
+  for (const json& s : j.at("throttle"))
+    t.throttle.push_back({s.at("reason").get<std::string>(), s.at("share").get<double>()});
+  const json& l = j.at("pcie");
+  t.pcie = PcieLinkState{optional_from<int>(l, "gen"), optional_from<int>(l, "width"),
+                         optional_from<int>(l, "max_gen"), optional_from<int>(l, "max_width"),
+                         l.at("under_load").get<bool>()};
+  t.pcie_tx_bytes_per_s_mean = optional_from<double>(j, "pcie_tx_bytes_per_s_mean");
+  t.pcie_rx_bytes_per_s_mean = optional_from<double>(j, "pcie_rx_bytes_per_s_mean");
+  t.pcie_rx_bytes_per_s_max = optional_from<double>(j, "pcie_rx_bytes_per_s_max");
+  t.nvlinks_active = optional_from<int>(j, "nvlinks_active");
+  for (const json& p : j.at("series")) {
+    t.series.push_back(TelemetryPoint{
+        p.at("t_s").get<double>(), optional_from<double>(p, "gpu_utilization_pct"),
+        optional_from<double>(p, "memory_used_bytes"), optional_from<double>(p, "power_w"),
+        optional_from<double>(p, "sm_clock_mhz"), optional_from<double>(p, "pcie_tx_bytes_per_s"),
+        optional_from<double>(p, "pcie_rx_bytes_per_s")});
+  }
+  for (const json& u : j.at("not_measured")) t.not_measured.push_back(unmeasured_from(u));
+  return t;
+}
+
+json footprint_json(const std::optional<MemoryFootprint>& m) {
+  if (!m) return nullptr;
+  return {{"parameter_count", m->parameter_count},
+          {"parameter_bytes", m->parameter_bytes},
+          {"gradient_bytes", m->gradient_bytes},
+          {"optimizer_state_bytes", optional_json(m->optimizer_state_bytes)},
+          {"activation_bytes", m->activation_bytes},
+          {"checkpointable_blocks", optional_json(m->checkpointable_blocks)},
+          {"mixed_precision", m->mixed_precision},
+          {"checkpointing", m->checkpointing}};
+}
+
+std::optional<MemoryFootprint> footprint_from(const json& parent) {
+  auto it = parent.find("footprint");
+  if (it == parent.end() || it->is_null()) return std::nullopt;
+  const json& j = *it;
+  MemoryFootprint m;
+  m.parameter_count = j.at("parameter_count").get<std::int64_t>();
+  m.parameter_bytes = j.at("parameter_bytes").get<std::int64_t>();
+  m.gradient_bytes = j.at("gradient_bytes").get<std::int64_t>();
+  m.optimizer_state_bytes = optional_from<std::int64_t>(j, "optimizer_state_bytes");
+  m.activation_bytes = j.at("activation_bytes").get<std::int64_t>();
+  m.checkpointable_blocks = optional_from<std::int64_t>(j, "checkpointable_blocks");
+  m.mixed_precision = j.at("mixed_precision").get<bool>();
+  m.checkpointing = j.at("checkpointing").get<bool>();
+  return m;
+}
+
+// Derived from the footprint (and memory peaks) on every write; readers may ignore it.
+json hardware_fit_json(const EpochSummary& e) {
+  if (!e.footprint) return nullptr;
+  const HardwareFit fit =
+      hardware_fit(*e.footprint, e.device_memory,
+                   e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  json variants = json::array();
+  for (const FitVariant& v : fit.variants) {
+    json cards = json::object();
+    for (std::size_t i = 0; i < v.cards.size(); ++i)
+      cards[std::string(kFitCards[i].label)] = std::string(fit_name(v.cards[i]));
+    variants.push_back(
+        {{"mixed_precision", v.mixed_precision},
+         {"checkpointing", v.checkpointing},
+         {"as_run", v.as_run},
+         {"need_bytes", optional_json(v.need_bytes)},
+         {"activation_bytes", v.need_bytes ? json(v.activation_bytes) : json(nullptr)},
+         {"cast_cache_bytes", v.need_bytes ? json(v.cast_cache_bytes) : json(nullptr)},
+         {"cards", v.need_bytes ? cards : json(nullptr)},
+         {"why_not_estimated", v.why}});
+  }
+  json capacities = json::object();
+  for (const CardSize& c : kFitCards) capacities[std::string(c.label)] = c.capacity_bytes;
+  return {{"overhead_bytes", fit.overhead_bytes},
+          {"overhead_measured", fit.overhead_measured},
+          {"fragmentation", fit.fragmentation},
+          {"card_capacity_bytes", capacities},
+          {"variants", variants}};
+}
+
+json epoch_json(const EpochSummary& e) {
+  json phases = json::object();
+  for (const PhaseSummary& p : e.phases) {
+    phases[std::string(phase_name(p.phase))] = {
+        {"count", p.count},
+        {"aborted", p.aborted},
+        {"inferred", p.inferred},
+        {"wall_ms_total", p.wall_ms_total},
+        {"wall_ms_mean", p.wall_ms_mean()},
+        {"wall_ms_max", p.wall_ms_max},
+        {"device_ms_total", optional_json(p.device_ms_total)},
+        {"device_memory", memory_json(p.device_memory)},
+        {"rss_bytes_max", optional_json(p.rss_bytes_max)}};
+  }
+  json copies = json::array();
+  for (const CopySummary& c : e.copies) {
+    copies.push_back({{"direction", std::string(copy_direction_name(c.direction))},
+                      {"pinned", c.pinned},
+                      {"non_blocking", c.non_blocking},
+                      {"count", c.count},
+                      {"bytes", c.bytes},
+                      {"wall_ms_total", c.wall_ms_total}});
+  }
+  json findings = json::array();
+  for (const Finding& f : e.findings) findings.push_back(finding_json(f));
+  return {{"index", e.index},
+          {"steps", e.steps},
+          {"failed_steps", e.failed_steps},
+          {"samples", e.samples},
+          {"wall_ms", e.wall_ms},
+          {"step_ms_total", e.step_ms_total},
+          {"step_ms_mean", e.step_ms_mean()},
+          {"step_ms_max", e.step_ms_max},
+          {"samples_per_second", e.samples_per_second()},
+          {"ended_by_exception", e.ended_by_exception},
+          {"phases", phases},
+          {"copies", copies},
+          {"device_memory", memory_json(e.device_memory)},
+          {"peak_rss_bytes", optional_json(e.peak_rss_bytes)},
+          {"telemetry", telemetry_json(e.telemetry)},
+          {"footprint", footprint_json(e.footprint)},
+          {"hardware_fit", hardware_fit_json(e)},
+          {"mixed_precision", detail::mixed_precision_json(e.mixed_precision)},
+          {"modules", detail::module_report_json(e.modules)},
+          {"gpu", e.gpu ? detail::gpu_summary_to_json(*e.gpu) : json(nullptr)},
+          {"findings", findings}};
+}
+
+Severity severity_from(const std::string& s) {
+  for (Severity v : {Severity::Info, Severity::Warning, Severity::Critical}) {
+    if (severity_name(v) == s) return v;
+  }
+  throw Error(fmt::format("unknown severity '{}'", s));
+}
+
+CopyDirection direction_from(const std::string& s) {
+  for (CopyDirection d : {CopyDirection::HostToDevice, CopyDirection::DeviceToHost,
+                          CopyDirection::DeviceToDevice, CopyDirection::HostToHost}) {
+    if (copy_direction_name(d) == s) return d;
+  }
+  throw Error(fmt::format("unknown copy direction '{}'", s));
+}
+
+EpochSummary epoch_from(const json& j) {
+  EpochSummary e;
+  e.index = j.at("index").get<std::int64_t>();
+  e.steps = j.at("steps").get<std::int64_t>();
+  e.failed_steps = j.at("failed_steps").get<std::int64_t>();
+  e.samples = j.at("samples").get<std::int64_t>();
+  e.wall_ms = j.at("wall_ms").get<double>();
+  e.step_ms_total = j.at("step_ms_total").get<double>();
+  e.step_ms_max = j.at("step_ms_max").get<double>();
+  e.ended_by_exception = j.at("ended_by_exception").get<bool>();
+  for (Phase p : kAllPhases) {
+    const json& pj = j.at("phases").at(std::string(phase_name(p)));
+    PhaseSummary& s = e.phases[static_cast<std::size_t>(p)];
+    s.phase = p;
+    s.count = pj.at("count").get<std::int64_t>();
+    s.aborted = pj.at("aborted").get<std::int64_t>();
+    s.inferred = pj.at("inferred").get<bool>();
+    s.wall_ms_total = pj.at("wall_ms_total").get<double>();
+    s.wall_ms_max = pj.at("wall_ms_max").get<double>();
+    s.device_ms_total = optional_from<double>(pj, "device_ms_total");
+    s.device_memory = memory_from(pj, "device_memory");
+    s.rss_bytes_max = optional_from<std::int64_t>(pj, "rss_bytes_max");
+  }
+  for (const json& c : j.at("copies")) {
+    e.copies.push_back(CopySummary{
+        direction_from(c.at("direction").get<std::string>()), c.at("pinned").get<bool>(),
+        c.at("non_blocking").get<bool>(), c.at("count").get<std::int64_t>(),
+        c.at("bytes").get<std::int64_t>(), c.at("wall_ms_total").get<double>()});
+  }
+  e.device_memory = memory_from(j, "device_memory");
+  e.peak_rss_bytes = optional_from<std::int64_t>(j, "peak_rss_bytes");
+  e.telemetry = telemetry_from(j);
+  e.footprint = footprint_from(j);
+  e.mixed_precision = detail::mixed_precision_from(j);
+  e.modules = detail::module_report_from(j);
+  if (auto g = j.find("gpu"); g != j.end() && !g->is_null())
+    e.gpu = detail::gpu_summary_from_json(*g);
+  for (const json& fj : j.at("findings")) {
+    Finding f;
+    f.id = fj.at("id").get<std::string>();
+    f.severity = severity_from(fj.at("severity").get<std::string>());
+    f.title = fj.at("title").get<std::string>();
+    for (const json& ev : fj.at("evidence"))
+      f.evidence.push_back({ev.at("name").get<std::string>(), ev.at("value").get<std::string>()});
+    f.why = fj.at("why").get<std::string>();
+    f.estimated_gain = fj.at("estimated_gain").get<std::string>();
+    f.gain_fraction = optional_from<double>(fj, "gain_fraction");
+    f.fix = fj.at("fix").get<std::string>();
+    f.applied = fj.at("applied").get<bool>();
+    e.findings.push_back(std::move(f));
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string format_json_report(const RunReport& report) {
+  json epochs = json::array();
+  for (const EpochSummary& e : report.epochs) epochs.push_back(epoch_json(e));
+  json j = {{"schema", "fathom.report"},
+            {"schema_version", report.schema_version},
+            {"run_name", report.run_name},
+            {"environment", environment_json(report.environment)},
+            {"epochs", epochs}};
+  // Kernel, op and module names come from drivers and traces: invalid UTF-8 is replaced (U+FFFD)
+  // rather than losing the report.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+RunReport parse_json_report(const std::string& text, const std::string& source_name) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    throw Error(fmt::format("{} is not valid JSON (truncated or corrupted?)", source_name));
+  }
+  if (!j.is_object() || j.value("schema", "") != "fathom.report") {
+    throw Error(
+        fmt::format("{} is not a fathom report (no \"schema\": \"fathom.report\")", source_name));
+  }
+  const int version = j.value("schema_version", -1);
+  if (version != kReportSchemaVersion) {
+    throw Error(fmt::format("{} has report schema version {}; this fathom reads version {}",
+                            source_name, version, kReportSchemaVersion));
+  }
+  try {
+    RunReport r;
+    r.schema_version = version;
+    r.run_name = j.at("run_name").get<std::string>();
+    const json& ej = j.at("environment");
+    Environment& env = r.environment;
+    env.fathom_version = ej.at("fathom_version").get<std::string>();
+    env.torch_version = ej.at("torch_version").get<std::string>();
+    env.device = ej.at("device").get<std::string>();
+    env.device_name = ej.at("device_name").get<std::string>();
+    env.device_memory_bytes = optional_from<std::int64_t>(ej, "device_memory_bytes");
+    env.hostname = ej.at("hostname").get<std::string>();
+    env.pid = ej.at("pid").get<std::int64_t>();
+    env.started_at = ej.at("started_at").get<std::string>();
+    env.mode = ej.at("mode").get<std::string>();
+    env.nvtx = ej.at("nvtx").get<std::string>();
+    for (const json& u : ej.at("not_measured")) env.not_measured.push_back(unmeasured_from(u));
+    for (const json& e : j.at("epochs")) r.epochs.push_back(epoch_from(e));
+    return r;
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{} is not a valid fathom report: {}", source_name, e.what()));
+  }
+}
+
+}  // namespace fathom

@@ -1,0 +1,171 @@
+#pragma once
+// The LibTorch side of fathom: a Session and the RAII scopes that mark a training loop.
+//
+//   fathom::Session session(fathom::Options().report_dir("reports"));
+//   session.watch(*model);
+//   for (int epoch = 0; epoch < epochs; ++epoch) {
+//     auto e = session.epoch();                 // report written when e ends
+//     for (auto& batch : *loader) {
+//       auto step = e.step(batch.data.size(0));
+//       auto x = step.to_device(batch.data, device);
+//       torch::Tensor loss;
+//       { auto f = step.forward(); loss = criterion(model->forward(x), y); }
+//       { auto b = step.backward(); loss.backward(); }
+//       { auto o = step.optimizer(); optimizer.step(); }
+//     }
+//   }
+//
+// Scopes live on the stack only: they cannot be copied, moved or heap-allocated, and their
+// constructors and destructors never throw, so an exception in the body still closes every
+// range and keeps what was measured.
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <fathom/options.h>
+#include <fathom/phase.h>
+#include <fathom/report.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace torch::nn {
+class Module;
+}
+namespace torch::optim {
+class Optimizer;
+}
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace fathom {
+
+namespace detail {
+class SessionState;
+}
+
+#define FATHOM_STACK_ONLY(Type)                    \
+  Type(const Type&) = delete;                      \
+  Type(Type&&) = delete;                           \
+  Type& operator=(const Type&) = delete;           \
+  Type& operator=(Type&&) = delete;                \
+  static void* operator new(std::size_t) = delete; \
+  static void* operator new[](std::size_t) = delete
+
+// One phase of a step (data, copy, forward, backward, optimizer).
+class [[nodiscard]] PhaseScope {
+ public:
+  ~PhaseScope();
+  FATHOM_STACK_ONLY(PhaseScope);
+
+ private:
+  friend class StepScope;
+  PhaseScope(detail::SessionState* state, Phase phase) noexcept;
+  detail::SessionState* state_;  // null when fathom is off
+  Phase phase_;
+  std::int64_t begin_ns_ = 0;
+  int exceptions_at_begin_ = 0;
+  int device_slot_ = -1;
+};
+
+// One training step. Ends (and is counted) when it leaves scope, also by an exception.
+class [[nodiscard]] StepScope {
+ public:
+  ~StepScope();
+  FATHOM_STACK_ONLY(StepScope);
+
+  PhaseScope data() noexcept { return phase(Phase::Data); }
+  PhaseScope copy() noexcept { return phase(Phase::Copy); }
+  PhaseScope forward() noexcept { return phase(Phase::Forward); }
+  PhaseScope backward() noexcept { return phase(Phase::Backward); }
+  PhaseScope optimizer() noexcept { return phase(Phase::Optimizer); }
+  PhaseScope phase(Phase p) noexcept { return PhaseScope(state_, p); }
+
+  // Copies t to device inside a copy phase and records the bytes, the time, and whether the
+  // source was pinned or pageable. Behaves exactly like t.to(device, non_blocking).
+  at::Tensor to_device(const at::Tensor& t, c10::Device device, bool non_blocking = false);
+
+  // Mixed precision (fathom/amp.h). scaled: the loss to call backward() on, multiplied by the
+  // GradScaler's scale when this step runs fp16, else loss itself; it also tells fathom the
+  // loss, as loss() does (Auto mode watches it). apply: optimizer.step(), on unscaled gradients
+  // and skipped when they hold inf or NaN under mixed precision; returns whether it stepped.
+  // unscale: unscales the gradients now, to clip them before apply (once per step).
+  at::Tensor scaled(const at::Tensor& loss);
+  void loss(const at::Tensor& loss);
+  bool apply(torch::optim::Optimizer& optimizer);
+  void unscale(torch::optim::Optimizer& optimizer);
+
+ private:
+  friend class EpochScope;
+  StepScope(detail::SessionState* state, std::int64_t samples) noexcept;
+  detail::SessionState* state_;
+  std::int64_t begin_ns_ = 0;
+  std::int64_t samples_ = 0;
+  int exceptions_at_begin_ = 0;
+};
+
+// One epoch. Its end writes the report (also when an exception ends it).
+class [[nodiscard]] EpochScope {
+ public:
+  ~EpochScope();
+  FATHOM_STACK_ONLY(EpochScope);
+
+  // samples: the batch size, for throughput.
+  StepScope step(std::int64_t samples = 0) noexcept { return StepScope(state_, samples); }
+
+ private:
+  friend class Session;
+  explicit EpochScope(detail::SessionState* state) noexcept;
+  detail::SessionState* state_;
+  int exceptions_at_begin_ = 0;
+};
+
+// A module's range, for blocks the user calls by hand (ModuleList items, custom blocks).
+// Inside a watched model the module's qualified name is used.
+class [[nodiscard]] ModuleScope {
+ public:
+  explicit ModuleScope(const torch::nn::Module& module) noexcept;
+  explicit ModuleScope(std::string_view name) noexcept;
+  ~ModuleScope();
+  FATHOM_STACK_ONLY(ModuleScope);
+
+ private:
+  bool pushed_ = false;
+};
+
+#undef FATHOM_STACK_ONLY
+
+class Session {
+ public:
+  // Applies FATHOM_* variables over options (they win), creates and checks the report folder.
+  // Throws fathom::Error on a bad variable or an unwritable folder: fail at start, not at the
+  // end of the first epoch.
+  explicit Session(Options options = Options());
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Learns the model's module tree: names for module ranges (see ModuleScope, forward()).
+  void watch(const torch::nn::Module& model);
+  // Learns the optimizer: its state's bytes go into the report's memory footprint.
+  void watch(const torch::optim::Optimizer& optimizer);
+
+  EpochScope epoch() noexcept;
+
+  bool active() const noexcept;
+  const Options& options() const noexcept;
+  // The report so far: every ended epoch.
+  const RunReport& report() const noexcept;
+  // Where the JSON report is written (empty when fathom is off).
+  std::string report_path() const;
+
+  // For fathom's own features and tests (libtorch/src); not a stable API.
+  detail::SessionState* internal_state() const noexcept;
+
+ private:
+  std::unique_ptr<detail::SessionState> state_;  // null when fathom is off
+  Options off_options_;
+};
+
+}  // namespace fathom

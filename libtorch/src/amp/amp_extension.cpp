@@ -1,0 +1,437 @@
+#include "amp/amp_extension.h"
+
+#include <ATen/cuda/CUDAContextLight.h>
+#include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+#include <ATen/ops/full.h>
+#include <c10/core/GradMode.h>
+#include <fathom/error.h>
+#include <fathom/session.h>
+#include <torch/optim/optimizer.h>
+
+#include <iostream>
+#include <map>
+#include <unordered_map>
+
+#include "advise/advisor.h"
+#include "collect/clock.h"
+#include "collect/host_info.h"
+#include "records/warning_sink.h"
+#include "session/session_state.h"
+
+namespace fathom {
+namespace detail {
+namespace {
+
+std::string lower_device_name(c10::DeviceType t) {
+  return c10::DeviceTypeName(t, /*lower_case=*/true);
+}
+
+Finding* find(std::vector<Finding>& findings, std::string_view id) {
+  for (Finding& f : findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+AmpExtension::AmpExtension(Mode mode, std::optional<c10::Device> device)
+    : mode_(mode), session_device_(device) {
+  if (device && device->is_cuda()) {
+    device_.cuda = true;
+    try {
+      const auto* p = at::cuda::getDeviceProperties(device->index());
+      device_.device_name = p->name;
+      device_.compute_major = p->major;
+      device_.compute_minor = p->minor;
+    } catch (const std::exception&) {
+      // Leaves compute capability 0: the suggestion then says the GPU is not in the table.
+    }
+  } else {
+    device_.cpu_bf16_units = cpu_bf16_units();
+  }
+  on_epoch_begin(0);
+}
+
+void AmpExtension::configure(const AmpOptions& options) {
+  if (options.auto_options().tolerance < 0)
+    throw Error(
+        "AmpOptions tolerance must be >= 0 (0.1 allows the loss 10 % above the fp32 trend), got " +
+        std::to_string(options.auto_options().tolerance));
+  if (options.dtype() && *options.dtype() != c10::ScalarType::BFloat16 &&
+      *options.dtype() != c10::ScalarType::Half)
+    throw Error(std::string("AmpOptions dtype must be torch::kBFloat16 or torch::kHalf, got ") +
+                c10::toString(*options.dtype()));
+  GradScaler check(options.scaler());  // throws on bad scaler options now rather than at enable
+  options_ = options;
+  policy_ = AutoAmpPolicy(options.auto_options());
+  device_type_.reset();
+  dtype_.reset();
+  scaler_.reset();
+  always_failed_ = false;
+  last_scale_.reset();
+}
+
+bool AmpExtension::prepare(std::string& why_not) {
+  const c10::DeviceType type =
+      options_.device_type() ? *options_.device_type()
+      : loss_device_type_    ? *loss_device_type_
+                             : (session_device_ ? session_device_->type() : c10::DeviceType::CPU);
+  c10::ScalarType dtype;
+  try {
+    dtype = options_.dtype() ? *options_.dtype() : default_autocast_dtype(type);
+    // Enter and leave once: a dtype or device autocast cannot use fails here, not in a forward.
+    const AutocastState saved = enter_autocast(type, dtype, true);
+    leave_autocast(type, saved);
+  } catch (const std::exception& e) {
+    why_not = e.what();
+    return false;
+  }
+  if (dtype == c10::ScalarType::Half && options_.scaler().enabled()) {
+    if (options_.when() == AmpOptions::When::Mode && (!loop_scales_ || !loop_applies_)) {
+      why_not =
+          "fp16 needs a GradScaler and the loop does not let fathom scale the loss: use "
+          "step.scaled(loss).backward() and step.apply(optimizer)";
+      return false;
+    }
+    scaler_.emplace(options_.scaler());
+  }
+  device_type_ = type;
+  dtype_ = dtype;
+  return true;
+}
+
+void AmpExtension::record(AmpEvent event) {
+  if (event.kind == "enabled" || event.kind == "rolled_back" || event.kind == "not_enabled")
+    detail::warn("amp: mixed precision", "mixed precision ", event.kind, " at step ", event.step,
+                 ": ", event.detail);
+  epoch_.events.push_back(std::move(event));
+}
+
+void AmpExtension::count_phase(Phase phase) {
+  for (PhasePrecision& p : epoch_.phases) {
+    if (p.phase != phase) continue;
+    const bool low = phase != Phase::Optimizer && amp_this_step_;
+    (low ? p.low_precision : p.fp32) += 1;
+  }
+}
+
+void AmpExtension::note_scale() {
+  const double s = scaler_->get_scale();
+  const bool changed = last_scale_ && *last_scale_ != s;
+  if (changed) ++epoch_.scale_changes;
+  if (epoch_.scale_history.empty() || changed) {
+    // Bounded: the epoch's first point stays, the oldest of the rest goes.
+    if (epoch_.scale_history.size() >= kScaleHistoryLimit)
+      epoch_.scale_history.erase(epoch_.scale_history.begin() + 1);
+    epoch_.scale_history.push_back({global_step_, s});
+  }
+  last_scale_ = s;
+}
+
+bool AmpExtension::check_finite_gradients(torch::optim::Optimizer& optimizer) {
+  c10::NoGradGuard no_grad;
+  std::unordered_map<c10::Device, std::map<c10::ScalarType, std::vector<at::Tensor>>> grads;
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params())
+      if (p.grad().defined()) {
+        at::Tensor g = p.grad().is_sparse() ? p.grad()._values() : p.grad();
+        grads[g.device()][g.scalar_type()].push_back(g);
+      }
+  double found = 0;
+  for (auto& [device, by_dtype] : grads) {
+    const auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+    at::Tensor inf = at::full({}, 0.0, opts);
+    const at::Tensor one = at::full({}, 1.0, opts);
+    for (auto& [dtype, list] : by_dtype)
+      at::_amp_foreach_non_finite_check_and_unscale_(list, inf, one);
+    found += inf.item<double>();
+  }
+  return found == 0;
+}
+
+// --- what StepScope calls ----------------------------------------------------------------------
+
+void AmpExtension::loss(const at::Tensor& loss) {
+  loss_ = loss.detach();
+  loss_device_type_ = loss.device().type();
+}
+
+at::Tensor AmpExtension::scaled(const at::Tensor& loss) {
+  loop_scales_ = true;
+  this->loss(loss);
+  if (amp_this_step_ && scaler_) {
+    scaled_this_step_ = true;
+    return scaler_->scale(loss);
+  }
+  return loss;
+}
+
+void AmpExtension::unscale(torch::optim::Optimizer& optimizer) {
+  if (amp_this_step_ && scaler_ && scaled_this_step_) scaler_->unscale_(optimizer);
+}
+
+bool AmpExtension::apply(torch::optim::Optimizer& optimizer) {
+  loop_applies_ = true;
+  if (amp_this_step_ && scaler_ && scaled_this_step_) {
+    if (epoch_.scale_history.empty()) note_scale();  // the scale the epoch started with
+    const bool stepped = scaler_->step(optimizer);
+    scaler_->update();
+    note_scale();
+    if (!stepped) {
+      ++epoch_.skipped_steps;
+      nonfinite_this_step_ = true;
+    }
+    return stepped;
+  }
+  if (amp_this_step_ && !check_finite_gradients(optimizer)) {
+    // bf16 has fp32's range: inf/NaN here is a fault, not calibration. Keep the weights clean.
+    ++epoch_.skipped_steps;
+    nonfinite_this_step_ = true;
+    return false;
+  }
+  optimizer.step();
+  return true;
+}
+
+// --- session callbacks -------------------------------------------------------------------------
+
+void AmpExtension::on_epoch_begin(std::int64_t) noexcept {
+  epoch_ = MixedPrecisionSummary{};
+  epoch_.phases = {{Phase::Forward, 0, 0}, {Phase::Backward, 0, 0}, {Phase::Optimizer, 0, 0}};
+}
+
+void AmpExtension::on_step_begin(std::int64_t) noexcept {
+  step_begin_ns_ = now_ns();
+  scaled_this_step_ = false;
+  nonfinite_this_step_ = false;
+  loss_ = at::Tensor();
+  bool on = false;
+  switch (options_.when()) {
+    case AmpOptions::When::Never:
+      break;
+    case AmpOptions::When::Always:
+      if (!dtype_ && !always_failed_) {
+        std::string why;
+        try {
+          if (!prepare(why)) {
+            always_failed_ = true;
+            record({global_step_, "not_enabled", why});
+          }
+        } catch (const std::exception& e) {
+          always_failed_ = true;
+          record({global_step_, "not_enabled", e.what()});
+        }
+      }
+      on = dtype_.has_value() && !always_failed_;
+      break;
+    case AmpOptions::When::Mode:
+      on = auto_policy() && policy_.amp_on() && dtype_.has_value();
+      break;
+  }
+  amp_this_step_ = on;
+}
+
+void AmpExtension::on_phase_begin(Phase phase) noexcept {
+  count_phase(phase);
+  if (phase != Phase::Forward || !amp_this_step_) return;
+  try {
+    saved_.push_back(enter_autocast(*device_type_, *dtype_, true));
+  } catch (const std::exception& e) {
+    detail::warn("amp: autocast could not start, this forward runs in fp32",
+                 "autocast could not start, this forward runs in fp32: ", e.what());
+    saved_.push_back(AutocastState{autocast_enabled(*device_type_), *dtype_, true});
+  }
+}
+
+void AmpExtension::on_phase_end(Phase phase, bool) noexcept {
+  if (phase != Phase::Forward || !amp_this_step_ || saved_.empty()) return;
+  leave_autocast(*device_type_, saved_.back());
+  saved_.pop_back();
+}
+
+void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
+  while (!saved_.empty() && device_type_) {  // a forward left open cannot outlive its step
+    leave_autocast(*device_type_, saved_.back());
+    saved_.pop_back();
+  }
+  const double step_ms = static_cast<double>(now_ns() - step_begin_ns_) / 1e6;
+  (amp_this_step_ ? epoch_.steps_low_precision : epoch_.steps_fp32) += 1;
+  if (auto_policy() && !failed) {
+    StepOutcome o;
+    o.step = global_step_;
+    o.nonfinite_gradients = nonfinite_this_step_;
+    o.grad_scaling = scaled_this_step_;
+    o.step_ms = step_ms;
+    o.low_precision = amp_this_step_;
+    // Reading the loss waits for it; only the windows that compare losses pay for it.
+    const AmpStage stage = policy_.stage();
+    if (loss_.defined() && (stage == AmpStage::WarmingUp || stage == AmpStage::Watching)) {
+      try {
+        o.loss = loss_.item<double>();
+      } catch (const std::exception& e) {
+        // Without the loss this step's comparison is skipped; the policy waits for the next.
+        detail::warn("amp: the loss could not be read", "the loss could not be read: ", e.what());
+      }
+    }
+    try {
+      if (std::optional<AmpEvent> ev = policy_.observe(o)) {
+        if (ev->kind == "enabled") {
+          std::string why;
+          if (!prepare(why)) ev = policy_.refuse(global_step_, why);
+        }
+        record(std::move(*ev));
+      }
+    } catch (const std::exception& e) {
+      detail::warn("amp: the mixed-precision policy failed and stays off",
+                   "the mixed-precision policy failed and stays off: ", e.what());
+      record(policy_.refuse(global_step_, e.what()));
+    }
+  }
+  loss_ = at::Tensor();
+  ++global_step_;
+}
+
+void AmpExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept {
+  if (epoch_.steps_low_precision > 0 && epoch.footprint) epoch.footprint->mixed_precision = true;
+}
+
+void AmpExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept {
+  try {
+    MixedPrecisionSummary& m = epoch_;
+    switch (options_.when()) {
+      case AmpOptions::When::Always:
+        m.policy = "on";
+        m.state = dtype_ && !always_failed_ ? "enabled" : "fp32";
+        break;
+      case AmpOptions::When::Never:
+        m.policy = "off";
+        m.state = "fp32";
+        break;
+      case AmpOptions::When::Mode:
+        m.policy = std::string(mode_name(mode_));
+        m.state = auto_policy() ? std::string(amp_stage_name(policy_.stage())) : "fp32";
+        break;
+    }
+    if (dtype_) m.dtype = std::string(short_dtype_name(*dtype_));
+    if (device_type_) m.device_type = lower_device_name(*device_type_);
+    m.grad_scaling = scaler_.has_value() && last_scale_.has_value();
+    if (m.grad_scaling) m.scale = last_scale_;
+    if (auto_policy()) {
+      m.fp32_step_ms = policy_.fp32_step_ms();
+      m.amp_step_ms = policy_.amp_step_ms();
+      m.fp32_loss_reference = policy_.fp32_loss_reference();
+      m.amp_loss = policy_.amp_loss();
+    }
+    const bool ran = m.steps_low_precision > 0;
+
+    const AmpEvent* rollback = nullptr;
+    for (const AmpEvent& ev : m.events)
+      if (ev.kind == "rolled_back") rollback = &ev;
+    if (rollback) {
+      Finding f;
+      f.id = std::string(finding_id::kMixedPrecisionRolledBack);
+      f.severity = Severity::Warning;
+      f.title = "fathom turned mixed precision back off";
+      f.evidence = {{"at step", std::to_string(rollback->step)}, {"because", rollback->detail}};
+      if (m.skipped_steps)
+        f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
+      f.why =
+          "Auto mode keeps mixed precision only while the loss stays finite and on the fp32 trend "
+          "and the "
+          "steps are not slower. Training goes on in fp32 from the current weights.";
+      f.fix =
+          "// keep fp32; or allow more drift, or force it on and inspect the loss yourself:\n"
+          "fathom::configure_amp(session, fathom::AmpOptions().tolerance(0.2));\n"
+          "fathom::configure_amp(session, "
+          "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
+      epoch.findings.push_back(std::move(f));
+    } else if (ran && mode_ >= Mode::Suggest) {
+      Evidence steps{"steps in " + m.dtype,
+                     std::to_string(m.steps_low_precision) + " of " +
+                         std::to_string(m.steps_low_precision + m.steps_fp32)};
+      if (Finding* existing = find(epoch.findings, finding_id::kMixedPrecision)) {
+        existing->applied = true;
+        existing->evidence.push_back(steps);
+      } else {
+        Finding f;
+        f.id = std::string(finding_id::kMixedPrecision);
+        f.severity = Severity::Info;
+        f.title = "fathom runs the forward pass under " + m.dtype + " autocast (mixed precision)";
+        f.evidence = {steps, {"state", m.state}};
+        if (m.skipped_steps)
+          f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
+        f.why =
+            "GEMMs and convolutions run in 16 bits (Tensor Cores on a GPU); losses and reductions "
+            "stay fp32.";
+        f.fix = options_.when() == AmpOptions::When::Always
+                    ? std::string()
+                    : "// to run it from the first step, without the warm-up:\n"
+                      "fathom::configure_amp(session, "
+                      "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
+        f.applied = true;
+        epoch.findings.push_back(std::move(f));
+      }
+    } else if (mode_ == Mode::Suggest && !ran) {
+      const TensorCoreResult* tc =
+          epoch.gpu && epoch.gpu->gpu_activity ? &epoch.gpu->tensor_cores : nullptr;
+      if (std::optional<Finding> f =
+              mixed_precision_finding(epoch, device_, tc, environment.not_measured)) {
+        if (Finding* existing = find(epoch.findings, finding_id::kMixedPrecision)) {
+          // The GPU rules found it first: add the expected speed-up and fathom's way to enable it.
+          for (const Evidence& ev : f->evidence)
+            if (ev.name == "peak throughput" || ev.name == "device")
+              existing->evidence.push_back(ev);
+          if (existing->estimated_gain.empty()) existing->estimated_gain = f->estimated_gain;
+          existing->fix += "\n// with fathom:\n" + f->fix;
+        } else {
+          epoch.findings.push_back(std::move(*f));
+        }
+      }
+    }
+    epoch.mixed_precision = m;
+  } catch (const std::exception& e) {
+    detail::warn("amp: the mixed-precision section could not be written",
+                 "the mixed-precision section could not be written: ", e.what());
+  }
+  on_epoch_begin(0);
+}
+
+}  // namespace detail
+
+// --- public entry points ---------------------------------------------------------------------
+
+namespace {
+detail::AmpExtension* amp_of(detail::SessionState* state) noexcept {
+  return state ? state->extension<detail::AmpExtension>() : nullptr;
+}
+}  // namespace
+
+at::Tensor StepScope::scaled(const at::Tensor& loss) {
+  detail::AmpExtension* amp = amp_of(state_);
+  return amp ? amp->scaled(loss) : loss;
+}
+
+void StepScope::loss(const at::Tensor& loss) {
+  if (detail::AmpExtension* amp = amp_of(state_)) amp->loss(loss);
+}
+
+bool StepScope::apply(torch::optim::Optimizer& optimizer) {
+  if (detail::AmpExtension* amp = amp_of(state_)) return amp->apply(optimizer);
+  optimizer.step();
+  return true;
+}
+
+void StepScope::unscale(torch::optim::Optimizer& optimizer) {
+  if (detail::AmpExtension* amp = amp_of(state_)) amp->unscale(optimizer);
+}
+
+void configure_amp(Session& session, const AmpOptions& options) {
+  if (detail::AmpExtension* amp = amp_of(session.internal_state())) amp->configure(options);
+}
+
+GradScaler* session_grad_scaler(Session& session) noexcept {
+  detail::AmpExtension* amp = amp_of(session.internal_state());
+  return amp ? amp->scaler() : nullptr;
+}
+
+}  // namespace fathom

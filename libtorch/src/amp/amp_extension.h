@@ -1,0 +1,88 @@
+#pragma once
+// Mixed precision as a session feature: autocast around each forward phase when it is on, the
+// GradScaler behind step.scaled() / step.apply(), the Auto policy (amp_policy.h) fed at each
+// step's end, Suggest mode's finding, and the report's mixed-precision section.
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <fathom/amp.h>
+#include <fathom/autocast.h>
+#include <fathom/options.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advise/amp_advice.h"
+#include "session/session_extension.h"
+
+namespace fathom::detail {
+
+class AmpExtension final : public SessionExtension {
+ public:
+  // device: the session's CUDA device (nullopt on a CPU-only run).
+  AmpExtension(Mode mode, std::optional<c10::Device> device);
+
+  void configure(const AmpOptions& options);
+  GradScaler* scaler() noexcept { return scaler_ ? &*scaler_ : nullptr; }
+  // Whether the current step runs its forward phases under autocast.
+  bool amp_this_step() const noexcept { return amp_this_step_; }
+
+  // StepScope's mixed-precision calls.
+  at::Tensor scaled(const at::Tensor& loss);
+  void loss(const at::Tensor& loss);
+  bool apply(torch::optim::Optimizer& optimizer);
+  void unscale(torch::optim::Optimizer& optimizer);
+
+  void on_epoch_begin(std::int64_t epoch) noexcept override;
+  void on_step_begin(std::int64_t step) noexcept override;
+  void on_phase_begin(Phase phase) noexcept override;
+  void on_phase_end(Phase phase, bool aborted) noexcept override;
+  void on_step_end(std::int64_t step, bool failed) noexcept override;
+  // Marks the footprint as mixed precision before the advisor sizes the model.
+  void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
+  void on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept override;
+
+ private:
+  bool auto_policy() const noexcept {
+    return mode_ == Mode::Auto && options_.when() == AmpOptions::When::Mode;
+  }
+  // Picks the device type and dtype, and makes the GradScaler for fp16. False (with the reason)
+  // when mixed precision cannot run in this loop.
+  bool prepare(std::string& why_not);
+  void record(AmpEvent event);
+  void count_phase(Phase phase);
+  void note_scale();
+  bool check_finite_gradients(torch::optim::Optimizer& optimizer);
+
+  Mode mode_;
+  AmpOptions options_;
+  AmpDeviceFacts device_;
+  std::optional<c10::Device> session_device_;
+  AutoAmpPolicy policy_;
+
+  // Resolved when mixed precision first turns on.
+  std::optional<c10::DeviceType> device_type_;
+  std::optional<c10::ScalarType> dtype_;
+  std::optional<GradScaler> scaler_;
+  bool always_failed_ = false;  // When::Always could not start (the report says why)
+
+  // What the loop does: fp16 needs its loss scaled and its optimizer stepped by fathom.
+  bool loop_scales_ = false;
+  bool loop_applies_ = false;
+  std::optional<c10::DeviceType> loss_device_type_;
+
+  // The current step.
+  std::int64_t global_step_ = 0;
+  std::int64_t step_begin_ns_ = 0;
+  bool amp_this_step_ = false;
+  bool scaled_this_step_ = false;
+  bool nonfinite_this_step_ = false;
+  at::Tensor loss_;
+  std::vector<AutocastState> saved_;  // one per open forward phase
+  std::optional<double> last_scale_;
+
+  MixedPrecisionSummary epoch_;
+};
+
+}  // namespace fathom::detail

@@ -1,0 +1,216 @@
+#include "checkpoint/chain_runner.h"
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <fathom/block.h>
+#include <fathom/checkpoint.h>
+#include <fathom/error.h>
+#include <fathom/session.h>
+
+#include <optional>
+#include <string>
+
+#include "checkpoint/chain_nesting.h"
+#include "checkpoint/checkpoint_extension.h"
+#include "collect/clock.h"
+#include "measure/saved_tensor_meter.h"
+
+namespace fathom::detail {
+namespace {
+
+// Measures one block, or one checkpointed segment (index -1), of a profiled chain call: the
+// storages it saves for backward, split into its input, its output and its own, and its forward
+// time on the host clock and, on a GPU, between two events on the current stream.
+class Probe {
+ public:
+  Probe(CheckpointExtension& ext, int chain, int index, const at::Tensor& input)
+      : ext_(ext), chain_(chain), index_(index), input_(storage_of(input)) {
+    if (auto device = ext.device(); device && index >= 0) {
+      try {
+        auto timing =
+            std::make_unique<CheckpointExtension::DeviceTiming>(CheckpointExtension::DeviceTiming{
+                c10::Event(device->type(), c10::EventFlag::BACKEND_DEFAULT),
+                c10::Event(device->type(), c10::EventFlag::BACKEND_DEFAULT)});
+        timing->start.record(stream(*device));
+        timing_ = std::move(timing);
+      } catch (const std::exception&) {
+        timing_.reset();  // host time only
+      }
+    }
+    begin_ns_ = now_ns();
+  }
+
+  void finish(const at::Tensor& output) {
+    const std::int64_t end_ns = now_ns();
+    if (timing_) timing_->stop.record(stream(*ext_.device()));
+    auto& saved = ext_.saved_in_call(chain_);
+    const SavedTensorCapture::Saved out = storage_of(output);
+    ChainBlock b;
+    for (const SavedTensorCapture::Saved& s : capture_.saved()) {
+      if (s.storage == input_.storage) {
+        b.input_saved_bytes = s.bytes;
+      } else if (s.storage == out.storage) {
+        b.output_saved_bytes = s.bytes;
+      } else if (!saved.count(s.storage)) {
+        b.own_bytes += s.bytes;
+      }
+      saved.emplace(s.storage, s.bytes);
+    }
+    if (index_ < 0) return;
+    b.input_bytes = input_.bytes;
+    b.output_bytes = out.bytes;
+    b.aliases_input = out.storage && out.storage == input_.storage;
+    b.forward_ms = static_cast<double>(end_ns - begin_ns_) / 1e6;
+    ext_.add_sample(chain_, index_, b, std::move(timing_));
+  }
+
+ private:
+  static c10::Stream stream(const c10::Device& d) {
+    return c10::impl::getDeviceGuardImpl(d.type())->getStream(d);
+  }
+
+  CheckpointExtension& ext_;
+  int chain_, index_;
+  SavedTensorCapture::Saved input_;
+  std::unique_ptr<CheckpointExtension::DeviceTiming> timing_;
+  std::int64_t begin_ns_ = 0;
+  SavedTensorCapture capture_;
+};
+
+void check_segments(const std::vector<CheckpointSegment>& segments, int blocks) {
+  int previous_end = 0;
+  for (const CheckpointSegment& s : segments) {
+    if (s.begin < previous_end || s.begin >= s.end || s.end > blocks) {
+      throw Error("checkpoint segment {" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
+                  "} is empty, overlaps the one before, or lies outside the Sequential of " +
+                  std::to_string(blocks) + " items; give ordered, disjoint ranges [begin, end)");
+    }
+    previous_end = s.end;
+  }
+}
+
+// Items [begin, end) of seq as one checkpointed function.
+at::Tensor checkpoint_items(torch::nn::Sequential& seq, int begin, int end, const at::Tensor& x) {
+  CheckpointOptions options;
+  for (int i = begin; i < end; ++i) options.module(seq->ptr(static_cast<std::size_t>(i)));
+  // The holder is copied: backward runs the items again after this call has returned.
+  return checkpoint(
+      [seq, begin, end](const at::Tensor& input) mutable {
+        at::Tensor y = input;
+        for (int i = begin; i < end; ++i) {
+          auto& item = *(seq->begin() + i);
+          ModuleScope range(*item.ptr());
+          y = item.forward(y);
+        }
+        return y;
+      },
+      x, options);
+}
+
+// Clears the current block on the way out unless an exception passes: then the out-of-memory
+// diagnosis still knows which block was running.
+class CurrentBlock {
+ public:
+  CurrentBlock(CheckpointExtension& ext, int chain, int index) noexcept
+      : ext_(ext), exceptions_(std::uncaught_exceptions()) {
+    ext_.set_current_block(chain, index);
+  }
+  ~CurrentBlock() {
+    if (std::uncaught_exceptions() == exceptions_) ext_.clear_current_block();
+  }
+  CurrentBlock(const CurrentBlock&) = delete;
+  CurrentBlock& operator=(const CurrentBlock&) = delete;
+
+ private:
+  CheckpointExtension& ext_;
+  int exceptions_;
+};
+
+}  // namespace
+
+at::Tensor run_sequential(torch::nn::Sequential& seq, const at::Tensor& input,
+                          const std::vector<CheckpointSegment>* checkpointed) {
+  const int n = static_cast<int>(seq->size());
+  if (checkpointed) check_segments(*checkpointed, n);
+  CheckpointExtension* ext = ChainNesting::outermost() ? CheckpointExtension::active() : nullptr;
+  int chain = -1;
+  static const std::vector<CheckpointSegment> kNone;
+  const std::vector<CheckpointSegment>* segments = checkpointed ? checkpointed : &kNone;
+  if (ext) {
+    chain = ext->chain(seq.ptr().get(), ext->label_of(*seq, -1), /*registered=*/false);
+    ext->begin_call(chain, n);
+    if (!checkpointed) segments = &ext->planned_segments(chain);
+    for (int i = 0; i < n; ++i)
+      if (!ext->named(chain, i))
+        ext->name_block(chain, i, ext->label_of(*seq->ptr(static_cast<std::size_t>(i)), i));
+  }
+  const bool profiling = ext && ext->profiling();
+  ChainNesting nested;  // items that run a Sequential of their own are one block
+  at::Tensor x = input;
+  std::size_t next = 0;
+  for (int i = 0; i < n;) {
+    if (next < segments->size() && (*segments)[next].begin == i) {
+      const CheckpointSegment s = (*segments)[next++];
+      if (!ext) {
+        x = checkpoint_items(seq, s.begin, s.end, x);
+      } else {
+        for (int k = s.begin; k < s.end; ++k) ext->set_checkpointed(chain, k, true);
+        CurrentBlock current(*ext, chain, s.begin);
+        std::optional<Probe> probe;
+        if (profiling) probe.emplace(*ext, chain, -1, x);
+        x = checkpoint_items(seq, s.begin, s.end, x);
+        if (probe) probe->finish(x);
+      }
+      i = s.end;
+      continue;
+    }
+    auto& item = *(seq->begin() + i);
+    ModuleScope range(*item.ptr());
+    if (!ext) {
+      x = item.forward(x);
+    } else {
+      ext->set_checkpointed(chain, i, false);
+      CurrentBlock current(*ext, chain, i);
+      std::optional<Probe> probe;
+      if (profiling) probe.emplace(*ext, chain, i, x);
+      x = item.forward(x);
+      if (probe) probe->finish(x);
+    }
+    ++i;
+  }
+  if (ext) ext->end_call(chain, segments->empty());
+  return x;
+}
+
+}  // namespace fathom::detail
+
+namespace fathom {
+
+at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorFunction& forward,
+                 const at::Tensor& input) {
+  if (!module) throw Error("fathom::block: the module is empty; pass the block's module holder");
+  if (!forward) throw Error("fathom::block: the forward function is empty");
+  using detail::CheckpointExtension;
+  CheckpointExtension* ext =
+      detail::ChainNesting::outermost() ? CheckpointExtension::active() : nullptr;
+  ModuleScope range(*module);
+  if (!ext) return forward(input);
+  static const char kRegisteredBlocks = 0;  // the key of the step's registered-blocks chain
+  const int chain = ext->chain(&kRegisteredBlocks, "blocks", /*registered=*/true);
+  const int index = ext->next_registered_block();
+  if (index == 0) ext->begin_call(chain, 0);
+  if (!ext->named(chain, index)) ext->name_block(chain, index, ext->label_of(*module, index));
+  bool checkpointed = false;
+  for (const CheckpointSegment& s : ext->planned_segments(chain))
+    checkpointed = checkpointed || (s.begin <= index && index < s.end);
+  ext->set_checkpointed(chain, index, checkpointed);
+  detail::CurrentBlock current(*ext, chain, index);
+  detail::ChainNesting nested;
+  std::optional<detail::Probe> probe;
+  if (ext->profiling()) probe.emplace(*ext, chain, checkpointed ? -1 : index, input);
+  at::Tensor y = checkpointed ? checkpoint(forward, input, CheckpointOptions().module(module))
+                              : forward(input);
+  if (probe) probe->finish(y);
+  return y;
+}
+
+}  // namespace fathom

@@ -1,0 +1,63 @@
+#include <c10/util/Exception.h>
+#include <fathom/guarded_step.h>
+#include <torch/optim/optimizer.h>
+
+#include <iostream>
+#include <optional>
+
+#include "checkpoint/checkpoint_extension.h"
+#include "records/warning_sink.h"
+
+namespace fathom {
+
+int guarded_step(EpochScope& epoch, std::int64_t samples,
+                 const std::function<void(StepScope&)>& body, torch::optim::Optimizer* optimizer) {
+  using detail::CheckpointExtension;
+  std::optional<std::size_t> retried_event;  // the error the retry recovers from
+  for (int attempt = 1;; ++attempt) {
+    try {
+      {
+        auto step = epoch.step(samples);
+        body(step);
+      }
+      if (retried_event)
+        if (CheckpointExtension* ext = CheckpointExtension::active())
+          ext->out_of_memory_event(*retried_event).recovered = true;
+      return attempt;
+    } catch (const c10::OutOfMemoryError& error) {
+      // The step scope has ended (as failed), and with the body's stack the step's graph is gone.
+      CheckpointExtension* ext = CheckpointExtension::active();
+      if (!ext) throw;
+      const std::size_t index = ext->record_out_of_memory(error);
+      std::string action;
+      if (attempt > 1) {
+        action = "rethrown: the retry ran out of memory too";
+      } else if (!ext->auto_mode()) {
+        action =
+            "rethrown; in Auto mode (FATHOM_MODE=auto) fathom would checkpoint activations and run "
+            "the step again";
+      } else if (ext->optimizer_started()) {
+        action =
+            "rethrown: the optimizer phase had begun, and running the step again could apply it "
+            "twice";
+      } else if (const std::string tightened = ext->tighten(); tightened.empty()) {
+        action = "rethrown: no checkpointing plan needs less memory than the one that ran out";
+      } else {
+        if (optimizer) optimizer->zero_grad(/*set_to_none=*/true);
+        ext->release_cached_memory();
+        action = "freed " + std::string(optimizer ? "the gradients and " : "") + "cached memory, " +
+                 tightened + ", and ran the step again";
+        retried_event = index;
+      }
+      OutOfMemoryEvent& event = ext->out_of_memory_event(index);
+      event.action = action;
+      event.retried = retried_event == index;
+      detail::warn("session: out of memory in step", "out of memory in step ", event.step, ", ",
+                   phase_name(event.phase), " phase",
+                   (event.module.empty() ? "" : ", block " + event.module), ": ", action);
+      if (!event.retried) throw;
+    }
+  }
+}
+
+}  // namespace fathom

@@ -1,0 +1,199 @@
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <fathom/error.h>
+#include <fathom/session.h>
+#include <torch/cuda.h>
+#include <torch/nn/module.h>
+
+#include <exception>
+#include <iostream>
+
+#include "amp/amp_extension.h"
+#include "checkpoint/checkpoint_extension.h"
+#include "collect/clock.h"
+#include "collect/host_info.h"
+#include "distributed/distributed_extension.h"
+#include "measure/cupti_extension.h"
+#include "measure/device_info.h"
+#include "measure/footprint_extension.h"
+#include "measure/telemetry_extension.h"
+#include "records/atomic_file.h"
+#include "records/warning_sink.h"
+#include "session/copy_record.h"
+#include "session/session_state.h"
+
+namespace fathom {
+
+using detail::SessionState;
+
+// --- PhaseScope -------------------------------------------------------------------------------
+
+PhaseScope::PhaseScope(SessionState* state, Phase phase) noexcept : state_(state), phase_(phase) {
+  if (!state_) return;
+  exceptions_at_begin_ = std::uncaught_exceptions();
+  device_slot_ = state_->begin_phase(phase_);
+  begin_ns_ = now_ns();
+}
+
+PhaseScope::~PhaseScope() {
+  if (!state_) return;
+  state_->end_phase(phase_, begin_ns_, device_slot_,
+                    std::uncaught_exceptions() > exceptions_at_begin_);
+}
+
+// --- StepScope --------------------------------------------------------------------------------
+
+StepScope::StepScope(SessionState* state, std::int64_t samples) noexcept : state_(state) {
+  if (!state_) return;
+  exceptions_at_begin_ = std::uncaught_exceptions();
+  samples_ = samples;
+  state_->begin_step();
+  begin_ns_ = now_ns();
+}
+
+StepScope::~StepScope() {
+  if (!state_) return;
+  state_->end_step(begin_ns_, samples_, std::uncaught_exceptions() > exceptions_at_begin_);
+}
+
+at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
+  if (!state_) return t.to(device, non_blocking);
+  auto phase = copy();
+  const std::int64_t begin = now_ns();
+  at::Tensor out = t.to(device, non_blocking);
+  const std::int64_t end = now_ns();
+  if (auto r = detail::copy_record_of(t, out, non_blocking, begin, end, state_->step_index()))
+    state_->add_copy(*r);
+  return out;
+}
+
+// --- EpochScope -------------------------------------------------------------------------------
+
+EpochScope::EpochScope(SessionState* state) noexcept : state_(state) {
+  if (!state_) return;
+  exceptions_at_begin_ = std::uncaught_exceptions();
+  state_->begin_epoch();
+}
+
+EpochScope::~EpochScope() {
+  if (!state_) return;
+  state_->end_epoch(std::uncaught_exceptions() > exceptions_at_begin_);
+}
+
+// --- ModuleScope ------------------------------------------------------------------------------
+
+ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
+  SessionState* s = SessionState::active.load(std::memory_order_relaxed);
+  if (!s || !s->module_ranges()) return;
+  if (const nvtx::Name* name = s->module_name(&module)) {
+    nvtx::push(nvtx::Kind::Module, *name);
+  } else {
+    try {
+      nvtx::push(nvtx::Kind::Module, module.name().c_str());
+    } catch (...) {
+      return;
+    }
+  }
+  pushed_ = true;
+}
+
+ModuleScope::ModuleScope(std::string_view name) noexcept {
+  SessionState* s = SessionState::active.load(std::memory_order_relaxed);
+  if (!s || !s->module_ranges()) return;
+  try {
+    nvtx::push(nvtx::Kind::Module, std::string(name).c_str());
+    pushed_ = true;
+  } catch (...) {
+    detail::swallowed("session/session.cpp");
+  }
+}
+
+ModuleScope::~ModuleScope() {
+  if (pushed_) nvtx::pop();
+}
+
+// --- Session ----------------------------------------------------------------------------------
+
+Session::Session(Options options) {
+  Options resolved = options.with_env();
+  if (resolved.mode() == Mode::Off) {
+    off_options_ = resolved;
+    return;
+  }
+  ensure_writable_folder(resolved.report_dir());
+  detail::DeviceInfo device = detail::probe_device();
+  state_ = std::make_unique<SessionState>(resolved, device.device);
+  Environment& env = state_->report().environment;
+  env.device = device.label;
+  env.device_name = device.name;
+  env.device_memory_bytes = device.memory_bytes;
+  env.not_measured.insert(env.not_measured.begin(), device.not_measured.begin(),
+                          device.not_measured.end());
+  // Extensions: each feature adds itself here, in the order its callbacks should run
+  // (see session_extension.h).
+  // The footprint comes first: the AMP and checkpoint extensions complete it.
+  state_->add_extension(std::make_unique<detail::FootprintExtension>());
+  if (device.device) {
+    if (auto nvml = detail::make_telemetry_extension(device.pci_bus_id, env))
+      state_->add_extension(std::move(nvml));
+  }
+  if (auto cupti = detail::make_cupti_extension(resolved, device.device, env))
+    state_->add_extension(std::move(cupti));
+  state_->add_extension(std::make_unique<detail::AmpExtension>(resolved.mode(), device.device));
+  state_->add_extension(std::make_unique<detail::CheckpointExtension>(resolved, device.device,
+                                                                      env.device_memory_bytes));
+  if (auto distributed = detail::make_distributed_extension(*state_))
+    state_->add_extension(std::move(distributed));
+  SessionState::active.store(state_.get(), std::memory_order_relaxed);
+}
+
+Session::~Session() = default;
+
+EpochScope Session::epoch() noexcept { return EpochScope(state_.get()); }
+
+bool Session::active() const noexcept { return state_ != nullptr; }
+
+const Options& Session::options() const noexcept {
+  return state_ ? state_->options() : off_options_;
+}
+
+const RunReport& Session::report() const noexcept {
+  static const RunReport empty;
+  return state_ ? state_->report() : empty;
+}
+
+detail::SessionState* Session::internal_state() const noexcept { return state_.get(); }
+
+std::string Session::report_path() const { return state_ ? state_->report_path() : std::string(); }
+
+namespace {
+
+// "torch::nn::Conv2dImpl" -> "Conv2d"
+std::string short_type(const std::string& name) {
+  std::string s = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
+  if (s.size() > 4 && s.compare(s.size() - 4, 4, "Impl") == 0) s.resize(s.size() - 4);
+  return s;
+}
+
+}  // namespace
+
+void Session::watch(const torch::nn::Module& model) {
+  if (!state_) return;
+  const std::string root = short_type(model.name());
+  state_->watch_module(&model, root);
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
+    state_->watch_module(item.value().get(),
+                         item.key() + " (" + short_type(item.value()->name()) + ")");
+  }
+  if (auto* checkpointing = state_->extension<detail::CheckpointExtension>())
+    checkpointing->watch(model);
+  if (auto* footprint = state_->extension<detail::FootprintExtension>())
+    footprint->watch(model.parameters());
+}
+
+void Session::watch(const torch::optim::Optimizer& optimizer) {
+  if (!state_) return;
+  if (auto* footprint = state_->extension<detail::FootprintExtension>())
+    footprint->watch(optimizer);
+}
+
+}  // namespace fathom

@@ -1,0 +1,239 @@
+#include "session/session_state.h"
+
+#include <fathom/report_writers.h>
+#include <fathom/version.h>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <utility>
+
+#include "advise/advisor.h"
+#include "collect/clock.h"
+#include "collect/host_info.h"
+#include "collect/process_memory.h"
+#include "measure/cuda_allocator_access.h"
+#include "records/atomic_file.h"
+#include "records/warning_sink.h"
+
+namespace fathom::detail {
+namespace {
+
+// One color per phase, so the phases of a step read apart at a glance in Nsight Systems.
+constexpr std::array<std::uint32_t, kPhaseCount> kPhaseColors{
+    0xFFFDBF6F,  // data: light orange
+    0xFFFFFF99,  // copy: yellow
+    0xFF33A02C,  // forward: green
+    0xFFE31A1C,  // backward: red
+    0xFFCAB2D6,  // optimizer: lavender
+};
+
+}  // namespace
+
+std::atomic<SessionState*> SessionState::active{nullptr};
+
+SessionState::SessionState(Options options, std::optional<c10::Device> device)
+    : SessionState(std::move(options), device, make_allocator_access(device)) {}
+
+SessionState::SessionState(Options options, std::optional<c10::Device> device,
+                           std::unique_ptr<AllocatorAccess> allocator)
+    : options_(std::move(options)), device_(device, std::move(allocator)) {
+  report_.run_name = options_.run_name().empty() ? default_run_name() : options_.run_name();
+  report_path_ = options_.report_dir() + "/" + report_.run_name + ".json";
+  Environment& env = report_.environment;
+  env.fathom_version = kVersion;
+  env.torch_version = TORCH_VERSION;
+  env.hostname = host_name();
+  env.pid = ::getpid();
+  env.started_at = utc_timestamp_iso8601();
+  env.mode = std::string(mode_name(options_.mode()));
+  env.nvtx = std::string(nvtx_level_name(options_.nvtx()));
+  if (!device_.memory_not_measured().empty())
+    env.not_measured.push_back({"device memory per phase (caching allocator)",
+                                device_.memory_not_measured(), UnmeasuredId::DeviceMemory});
+  if (options_.nvtx() >= NvtxLevel::Ops) {
+    op_ranges_ = std::make_unique<OpRanges>(options_.record_shapes());
+    if (!op_ranges_->active())
+      env.not_measured.push_back(
+          {"ATen op ranges",
+           "no NVTX tool is attached, so nothing would receive them and fathom registers no op "
+           "callback (no cost); run under Nsight Systems (nsys profile --trace=nvtx,cuda ...)",
+           UnmeasuredId::OpRanges});
+  }
+  epoch_name_ = nvtx::register_name("epoch");
+  step_name_ = nvtx::register_name("step");
+  data_gap_name_ = nvtx::register_name("data");
+  for (Phase p : kAllPhases)
+    phase_names_[static_cast<std::size_t>(p)] = nvtx::register_name(phase_name(p));
+}
+
+void SessionState::set_rank(const RankInfo& rank) {
+  rank_ = rank;
+  rank_range_suffix_ = rank_range_suffix(rank);
+  report_path_ = options_.report_dir() + "/" + report_.run_name + rank_file_suffix(rank) + ".json";
+}
+
+SessionState::~SessionState() {
+  SessionState* self = this;
+  active.compare_exchange_strong(self, nullptr);
+}
+
+void SessionState::begin_epoch() noexcept {
+  for (auto& e : extensions_) e->on_epoch_begin(epoch_index_);
+  step_index_ = 0;
+  reset_peak_rss();
+  const std::int64_t now = now_ns();
+  epoch_.emplace(epoch_index_, now);
+  data_gap_begin_ns_ = now;
+  // The epoch's peak covers what happens outside every phase too; the gap before the first step
+  // is the first data phase. (Intervals an epoch left open, had it never ended, close first.)
+  device_.end_memory(epoch_memory_);
+  device_.end_memory(data_gap_memory_);
+  epoch_memory_ = device_.begin_memory();
+  data_gap_memory_ = device_.begin_memory();
+  if (phase_ranges()) {
+    std::string label = "epoch " + std::to_string(epoch_index_) + rank_range_suffix_;
+    nvtx::push(nvtx::Kind::Epoch, label.c_str());
+    data_gap_range_ = nvtx::start(nvtx::Kind::Phase, data_gap_name_, kPhaseColors[0]);
+  }
+}
+
+void SessionState::end_epoch(bool by_exception) noexcept {
+  if (!epoch_) return;
+  if (data_gap_range_) {
+    nvtx::end(*data_gap_range_);
+    data_gap_range_.reset();
+  }
+  if (phase_ranges()) nvtx::pop();
+  // The gap after the last step belongs to no step: its peak counts in the epoch's alone.
+  device_.end_memory(std::exchange(data_gap_memory_, -1));
+  const std::optional<DeviceMemoryPeak> epoch_memory =
+      device_.end_memory(std::exchange(epoch_memory_, -1));
+  try {
+    device_.drain(/*wait=*/true, [&](const PhaseRecord& r) { epoch_->add(r); });
+    if (auto peak = peak_rss_bytes()) epoch_->set_peak_rss(*peak);
+    EpochSummary summary = epoch_->finish(now_ns(), by_exception);
+    // Measured over the whole epoch: higher than any phase's when the peak fell outside them,
+    // and retries and OOMs counted once even where phases nest.
+    if (epoch_memory) summary.device_memory = epoch_memory;
+    for (auto& e : extensions_) e->on_epoch_measured(summary, report_.environment);
+    if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, report_.environment);
+    for (auto& e : extensions_) e->on_epoch_end(summary, report_.environment);
+    // Findings also land on the timeline, at the epoch's end, where Nsight Systems shows them.
+    if (phase_ranges()) {
+      for (const Finding& f : summary.findings)
+        nvtx::mark(nvtx::Kind::Finding, ("fathom: " + f.title).c_str());
+    }
+    report_.epochs.push_back(std::move(summary));
+  } catch (const std::exception& e) {
+    detail::warn("session", "epoch ", epoch_index_, " could not be summarized: ", e.what());
+  }
+  epoch_.reset();
+  ++epoch_index_;
+  write_report();
+}
+
+void SessionState::write_report() noexcept {
+  try {
+    write_file_atomically(report_path_, format_json_report(report_));
+    // The self-contained HTML page beside it, for people (the JSON is for tools).
+    const std::string html = report_path_.substr(0, report_path_.size() - 5) + ".html";
+    write_file_atomically(html, format_html_report(report_));
+  } catch (const std::exception& e) {
+    // The folder was checked at session start; if it went away since, say so and go on
+    // training: a lost report must never stop the run.
+    detail::warn("session", e.what());
+  }
+  if (options_.print_report()) {
+    try {
+      std::string text = format_terminal_report(report_);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fprintf(stdout, "  report: %s\n\n", report_path_.c_str());
+      std::fflush(stdout);
+    } catch (const std::exception& e) {
+      detail::warn("session: terminal report failed", "terminal report failed: ", e.what());
+    }
+  }
+}
+
+void SessionState::begin_step() noexcept {
+  if (!epoch_) return;
+  const std::int64_t now = now_ns();
+  if (data_gap_range_) {
+    nvtx::end(*data_gap_range_);
+    data_gap_range_.reset();
+  }
+  PhaseRecord gap;
+  gap.phase = Phase::Data;
+  gap.step = step_index_;
+  gap.begin_ns = data_gap_begin_ns_;
+  gap.end_ns = now;
+  gap.inferred = true;
+  gap.device_memory = device_.end_memory(std::exchange(data_gap_memory_, -1));
+  epoch_->add(gap);
+  if (phase_ranges()) {
+    std::string label = "step " + std::to_string(step_index_) + rank_range_suffix_;
+    nvtx::push(nvtx::Kind::Step, label.c_str());
+  }
+  for (auto& e : extensions_) e->on_step_begin(step_index_);
+}
+
+void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool failed) noexcept {
+  if (!epoch_) return;
+  const std::int64_t now = now_ns();
+  if (phase_ranges()) {
+    nvtx::pop();
+    data_gap_range_ = nvtx::start(nvtx::Kind::Phase, data_gap_name_, kPhaseColors[0]);
+  }
+  for (auto& e : extensions_) e->on_step_end(step_index_, failed);
+  epoch_->add(StepRecord{step_index_, samples, begin_ns, now, failed});
+  device_.drain(/*wait=*/false, [&](const PhaseRecord& r) {
+    if (epoch_) epoch_->add(r);
+  });
+  data_gap_begin_ns_ = now;
+  device_.end_memory(data_gap_memory_);  // closed by begin_step, unless it never came
+  data_gap_memory_ = device_.begin_memory();
+  ++step_index_;
+}
+
+int SessionState::begin_phase(Phase p) noexcept {
+  if (phase_ranges())
+    nvtx::push(nvtx::Kind::Phase, phase_names_[static_cast<std::size_t>(p)],
+               kPhaseColors[static_cast<std::size_t>(p)]);
+  for (auto& e : extensions_) e->on_phase_begin(p);
+  return device_.begin();
+}
+
+void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot,
+                             bool aborted) noexcept {
+  PhaseRecord r;
+  r.phase = p;
+  r.step = step_index_;
+  r.begin_ns = begin_ns;
+  r.end_ns = now_ns();
+  r.aborted = aborted;
+  for (auto& e : extensions_) e->on_phase_end(p, aborted);
+  if (!device_.enabled()) r.rss_bytes = current_rss_bytes();
+  if (phase_ranges()) nvtx::pop();
+  if (device_slot >= 0) {
+    device_.end(device_slot, r);  // delivered once the device time is known
+  } else if (epoch_) {
+    epoch_->add(r);
+  }
+}
+
+void SessionState::add_copy(const CopyRecord& r) {
+  if (epoch_) epoch_->add(r);
+}
+
+void SessionState::watch_module(const void* module, const std::string& label) {
+  module_names_[module] = nvtx::register_name(label);
+}
+
+const nvtx::Name* SessionState::module_name(const void* module) const noexcept {
+  auto it = module_names_.find(module);
+  return it == module_names_.end() ? nullptr : &it->second;
+}
+
+}  // namespace fathom::detail

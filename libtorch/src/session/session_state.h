@@ -1,0 +1,92 @@
+#pragma once
+// What a Session holds while it runs. Scopes reach it through a raw pointer that is null when
+// fathom is off, so an off scope is one branch.
+#include <fathom/options.h>
+#include <fathom/rank_info.h>
+#include <fathom/report.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "aggregate/epoch_accumulator.h"
+#include "collect/nvtx.h"
+#include "measure/allocator_access.h"
+#include "measure/device_meter.h"
+#include "session/op_ranges.h"
+#include "session/session_extension.h"
+
+namespace fathom::detail {
+
+class SessionState {
+ public:
+  SessionState(Options options, std::optional<c10::Device> device);
+  // allocator: what the device meter reads memory peaks from (tests pass a fake; the two-argument
+  // form takes device's caching allocator).
+  SessionState(Options options, std::optional<c10::Device> device,
+               std::unique_ptr<AllocatorAccess> allocator);
+  ~SessionState();
+
+  const Options& options() const noexcept { return options_; }
+  bool phase_ranges() const noexcept { return options_.nvtx() >= NvtxLevel::Phases; }
+  bool module_ranges() const noexcept { return options_.nvtx() >= NvtxLevel::Modules; }
+
+  void begin_epoch() noexcept;
+  void end_epoch(bool by_exception) noexcept;
+  void begin_step() noexcept;
+  void end_step(std::int64_t begin_ns, std::int64_t samples, bool failed) noexcept;
+  int begin_phase(Phase p) noexcept;  // returns the device slot
+  void end_phase(Phase p, std::int64_t begin_ns, int device_slot, bool aborted) noexcept;
+  void add_copy(const CopyRecord& r);
+
+  void watch_module(const void* module, const std::string& label);
+  const nvtx::Name* module_name(const void* module) const noexcept;
+
+  // Extensions are called in the order they were added; the state owns them.
+  void add_extension(std::unique_ptr<SessionExtension> e) { extensions_.push_back(std::move(e)); }
+  template <typename T>
+  T* extension() const noexcept {
+    for (const auto& e : extensions_)
+      if (auto* t = dynamic_cast<T*>(e.get())) return t;
+    return nullptr;
+  }
+
+  // Distributed jobs (distributed.cpp): the rank goes into the report file name and the NVTX
+  // epoch and step labels. Set before the first epoch.
+  void set_rank(const RankInfo& rank);
+  const RankInfo& rank() const noexcept { return rank_; }
+
+  RunReport& report() noexcept { return report_; }
+  const std::string& report_path() const noexcept { return report_path_; }
+  std::int64_t step_index() const noexcept { return step_index_; }
+
+  // The session whose module scopes are live: ModuleScope has no other way to reach it.
+  static std::atomic<SessionState*> active;
+
+ private:
+  void write_report() noexcept;
+
+  Options options_;
+  RunReport report_;
+  std::string report_path_;
+  RankInfo rank_;
+  std::string rank_range_suffix_;  // " [rank 3]" in a distributed job
+  DeviceMeter device_;
+  std::unique_ptr<OpRanges> op_ranges_;
+  std::vector<std::unique_ptr<SessionExtension>> extensions_;
+  std::optional<EpochAccumulator> epoch_;
+  std::int64_t epoch_index_ = 0;
+  std::int64_t step_index_ = 0;
+  std::int64_t data_gap_begin_ns_ = 0;  // end of the last step (or the epoch's start)
+  int data_gap_memory_ = -1;            // the device meter's interval over that gap
+  int epoch_memory_ = -1;               // and over the whole epoch, phases or not
+  std::optional<nvtx::RangeId> data_gap_range_;
+  std::unordered_map<const void*, nvtx::Name> module_names_;
+  nvtx::Name epoch_name_, step_name_, data_gap_name_;
+  std::array<nvtx::Name, kPhaseCount> phase_names_{};
+};
+
+}  // namespace fathom::detail

@@ -1,0 +1,66 @@
+#include "records/warning_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace fathom::detail {
+namespace {
+
+struct Captured {
+  std::vector<std::string> lines;
+  WarningRedirect redirect{[this](std::string_view m) { lines.emplace_back(m); }};
+};
+
+TEST(WarningSink, SaysEachKindAFewTimesThenCountsAndSumsUp) {
+  Captured c;
+  const WarningCounts before = warning_counts();
+  for (int i = 0; i < kWarningsPerKey + 4; ++i) warn("test: repeated", "attempt ", i, " failed");
+  ASSERT_EQ(c.lines.size(), static_cast<std::size_t>(kWarningsPerKey));
+  EXPECT_EQ(c.lines[0], "attempt 0 failed");
+  EXPECT_EQ(warning_counts().held_back - before.held_back, 4);
+  flush_held_back_warnings();
+  ASSERT_EQ(c.lines.size(), static_cast<std::size_t>(kWarningsPerKey) + 1);
+  EXPECT_EQ(c.lines.back(), "4 more warning(s) like 'test: repeated' were held back");
+  // Another kind is not held back by the first.
+  warn("test: another", "different");
+  EXPECT_EQ(c.lines.back(), "different");
+}
+
+TEST(WarningSink, RedirectsNestAndRestore) {
+  std::vector<std::string> outer, inner;
+  {
+    WarningRedirect o([&](std::string_view m) { outer.emplace_back(m); });
+    {
+      WarningRedirect i([&](std::string_view m) { inner.emplace_back(m); });
+      warn("test: nest 1", "to the inner");
+    }
+    warn("test: nest 2", "to the outer again");
+  }
+  EXPECT_EQ(inner, std::vector<std::string>{"to the inner"});
+  EXPECT_EQ(outer, std::vector<std::string>{"to the outer again"});
+}
+
+TEST(WarningSink, SwallowedFailuresAreCountedAndSaid) {
+  Captured c;
+  const std::int64_t before = warning_counts().swallowed;
+  try {
+    throw 42;
+  } catch (...) {
+    swallowed("test/where.cpp");
+  }
+  EXPECT_EQ(warning_counts().swallowed, before + 1);
+  ASSERT_EQ(c.lines.size(), 1u);
+  EXPECT_NE(c.lines[0].find("test/where.cpp"), std::string::npos);
+}
+
+TEST(WarningSink, AHandlerThatThrowsCostsACountNotTheCaller) {
+  WarningRedirect r([](std::string_view) { throw std::runtime_error("logger down"); });
+  const std::int64_t before = warning_counts().swallowed;
+  EXPECT_NO_THROW(warn("test: throwing handler", "x"));
+  EXPECT_EQ(warning_counts().swallowed, before + 1);
+}
+
+}  // namespace
+}  // namespace fathom::detail
