@@ -1,11 +1,15 @@
 #include <fathom/advisor.h>
 #include <fathom/amp_advice.h>
+#include <fathom/gpu_summary.h>
 #include <fathom/gpu_throughput.h>
+#include <fathom/options.h>
 #include <fathom/tensor_core_analysis.h>
 #include <fathom/thresholds.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "advisor_rules.h"
 
 namespace fathom {
 namespace {
@@ -205,4 +209,100 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
   return f;
 }
 
+namespace advice {
+namespace {
+
+Finding* find(std::vector<Finding>& findings, std::string_view id) {
+  for (Finding& f : findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+Finding rolled_back(const MixedPrecisionSummary& m, const AmpEvent& rollback) {
+  Finding f = make_finding(finding_id::kMixedPrecisionRolledBack, Severity::Warning,
+                           "fathom turned mixed precision back off");
+  f.evidence = {{"at step", std::to_string(rollback.step)}, {"because", rollback.detail}};
+  if (m.skipped_steps)
+    f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
+  f.why =
+      "Auto mode keeps mixed precision only while the loss stays finite and on the fp32 trend "
+      "and the "
+      "steps are not slower. Training goes on in fp32 from the current weights.";
+  f.fix =
+      "// keep fp32; or allow more drift, or force it on and inspect the loss yourself:\n"
+      "fathom::configure_amp(session, fathom::AmpOptions().tolerance(0.2));\n"
+      "fathom::configure_amp(session, "
+      "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
+  return f;
+}
+
+// Mixed precision ran (Auto enabled it, or it was forced on): the GPU rules' finding, if any,
+// is marked applied; otherwise a finding says that it runs.
+void ran(const MixedPrecisionSummary& m, std::vector<Finding>& out) {
+  const Evidence steps{"steps in " + m.dtype,
+                       std::to_string(m.steps_low_precision) + " of " +
+                           std::to_string(m.steps_low_precision + m.steps_fp32)};
+  if (Finding* existing = find(out, finding_id::kMixedPrecision)) {
+    existing->applied = true;
+    existing->evidence.push_back(steps);
+    return;
+  }
+  Finding f =
+      make_finding(finding_id::kMixedPrecision, Severity::Info,
+                   "fathom runs the forward pass under " + m.dtype + " autocast (mixed precision)");
+  f.evidence = {steps, {"state", m.state}};
+  if (m.skipped_steps)
+    f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
+  f.why =
+      "GEMMs and convolutions run in 16 bits (Tensor Cores on a GPU); losses and reductions "
+      "stay fp32.";
+  // "on": AmpOptions::When::Always, which has no warm-up to skip.
+  f.fix = m.policy == "on" ? std::string()
+                           : "// to run it from the first step, without the warm-up:\n"
+                             "fathom::configure_amp(session, "
+                             "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
+  f.applied = true;
+  out.push_back(std::move(f));
+}
+
+// Suggest mode, fp32 throughout: the suggestion with the expected speed-up, merged into the GPU
+// rules' finding when they made one.
+void suggest(const EpochSummary& e, const AmpDeviceFacts& device, std::vector<Finding>& out,
+             std::vector<Unmeasured>& not_measured) {
+  const TensorCoreResult* tc = e.gpu && e.gpu->gpu_activity ? &e.gpu->tensor_cores : nullptr;
+  std::optional<Finding> f = mixed_precision_finding(e, device, tc, not_measured);
+  if (!f) return;
+  Finding* existing = find(out, finding_id::kMixedPrecision);
+  if (!existing) {
+    out.push_back(std::move(*f));
+    return;
+  }
+  // The GPU rules found it first: add the expected speed-up and fathom's way to enable it. Both
+  // rows are made by mixed_precision_finding above, so their names are this file's own.
+  for (const Evidence& ev : f->evidence)
+    if (ev.name == "peak throughput" || ev.name == "device") existing->evidence.push_back(ev);
+  if (existing->estimated_gain.empty()) existing->estimated_gain = f->estimated_gain;
+  existing->fix += "\n// with fathom:\n" + f->fix;
+}
+
+}  // namespace
+
+void mixed_precision_actions(const EpochSummary& e, const Environment& env,
+                             std::vector<Finding>& out, std::vector<Unmeasured>& not_measured) {
+  if (!e.mixed_precision) return;
+  const MixedPrecisionSummary& m = *e.mixed_precision;
+  const AmpEvent* rollback = nullptr;
+  for (const AmpEvent& ev : m.events)
+    if (ev.kind == AmpEventKind::RolledBack) rollback = &ev;
+  if (rollback) {
+    out.push_back(rolled_back(m, *rollback));
+  } else if (m.steps_low_precision > 0) {
+    ran(m, out);
+  } else if (env.mode == mode_name(Mode::Suggest) && m.device) {
+    // Auto mode decides by running it (amp_policy.h); only Suggest mode suggests it.
+    suggest(e, *m.device, out, not_measured);
+  }
+}
+
+}  // namespace advice
 }  // namespace fathom
