@@ -115,6 +115,24 @@ std::optional<Finding> cpu_finding(const EpochSummary& e, const AmpDeviceFacts& 
   return f;
 }
 
+Evidence device_row(const AmpDeviceFacts& device) {
+  return {"device", fmt::format("{} (compute capability {}.{})", device.device_name,
+                                device.compute_major, device.compute_minor)};
+}
+
+Evidence peak_row(const GpuThroughput& row, bool bf16) {
+  return {
+      "peak throughput",
+      fmt::format("{:.0f} TFLOPS {} Tensor Cores vs {:.1f} FP32 ({:.1f}x){} ({} figures)",
+                  bf16 ? row.bf16_tflops : row.fp16_tflops, bf16 ? "bf16" : "fp16", row.fp32_tflops,
+                  low_precision_ratio(row),
+                  row.tf32_tflops > 0
+                      ? fmt::format("; TF32 {:.0f} ({:.1f}x over TF32)", row.tf32_tflops,
+                                    (bf16 ? row.bf16_tflops : row.fp16_tflops) / row.tf32_tflops)
+                      : "",
+                  row.name)};
+}
+
 }  // namespace
 
 std::string mixed_precision_fix(bool cuda) {
@@ -171,8 +189,7 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
         {"largest on CUDA cores",
          fmt::format("{} {} ({}), {:.1f} ms", op.op, op.shapes, op.dtypes, op.cuda_core_ns / 1e6)});
   }
-  f.evidence.push_back({"device", fmt::format("{} (compute capability {}.{})", device.device_name,
-                                              device.compute_major, device.compute_minor)});
+  f.evidence.push_back(device_row(device));
   f.why = fmt::format(
       "GEMMs and convolutions in FP32 run on CUDA cores (or TF32 Tensor Cores for convolutions); "
       "autocast runs them in {} on Tensor Cores, with fewer bytes to move, while reductions, "
@@ -181,17 +198,7 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
   if (row) {
     const double ratio = low_precision_ratio(*row);
     const double bound = speedup_bound(el->share, ratio);
-    f.evidence.push_back(
-        {"peak throughput",
-         fmt::format(
-             "{:.0f} TFLOPS {} Tensor Cores vs {:.1f} FP32 ({:.1f}x){} ({} figures)",
-             bf16 ? row->bf16_tflops : row->fp16_tflops, bf16 ? "bf16" : "fp16", row->fp32_tflops,
-             ratio,
-             row->tf32_tflops > 0
-                 ? fmt::format("; TF32 {:.0f} ({:.1f}x over TF32)", row->tf32_tflops,
-                               (bf16 ? row->bf16_tflops : row->fp16_tflops) / row->tf32_tflops)
-                 : "",
-             row->name)});
+    f.evidence.push_back(peak_row(*row, bf16));
     f.gain_fraction = el->base == "step time" ? 1.0 - 1.0 / bound : std::optional<double>();
     f.estimated_gain =
         fmt::format("at most {} of {} ({:.2f}x, from peak ratios; real GEMMs reach less)",
@@ -277,10 +284,14 @@ void suggest(const EpochSummary& e, const AmpDeviceFacts& device, std::vector<Fi
     out.push_back(std::move(*f));
     return;
   }
-  // The GPU rules found it first: add the expected speed-up and fathom's way to enable it. Both
-  // rows are made by mixed_precision_finding above, so their names are this file's own.
-  for (const Evidence& ev : f->evidence)
-    if (ev.name == "peak throughput" || ev.name == "device") existing->evidence.push_back(ev);
+  // The GPU rules found it first: add the device and its peak throughput (the rows the CUDA
+  // suggestion has) and fathom's way to enable it.
+  if (device.cuda) {
+    existing->evidence.push_back(device_row(device));
+    if (const GpuThroughput* row =
+            find_gpu_throughput(device.device_name, device.compute_major, device.compute_minor))
+      existing->evidence.push_back(peak_row(*row, cuda_supports_bf16(device.compute_major)));
+  }
   if (existing->estimated_gain.empty()) existing->estimated_gain = f->estimated_gain;
   existing->fix += "\n// with fathom:\n" + f->fix;
 }
