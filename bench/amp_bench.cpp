@@ -209,8 +209,8 @@ int main(int argc, char** argv) try {
     std::printf("  fathom auto amp ended %s", m.state.c_str());
     for (const auto& epoch : report.epochs)
       for (const auto& ev : epoch.mixed_precision->events)
-        std::printf("\n    step %lld %s: %s", static_cast<long long>(ev.step), ev.kind.c_str(),
-                    ev.detail.c_str());
+        std::printf("\n    step %lld %s: %s", static_cast<long long>(ev.step),
+                    std::string(fathom::amp_event_kind_name(ev.kind)).c_str(), ev.detail.c_str());
     std::printf("\n");
   }
   fathom::fs::remove_tree(report_dir);

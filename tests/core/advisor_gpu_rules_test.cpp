@@ -88,6 +88,41 @@ TEST(AdvisorGpu, LowShareWithoutOpRecordsFiresMixedPrecision) {
   EXPECT_NEAR(*some->gain_fraction, 0.76, 1e-12);
 }
 
+// The AMP extension's typed section completes the GPU rules' finding: in Suggest mode the
+// device's peak throughput and fathom's way to enable it; once it ran, the applied flag.
+TEST(AdvisorGpu, MixedPrecisionFindingIsCompletedFromTheTypedAmpSection) {
+  GpuSummary g = gpu_base();
+  tensor_core_time(g, 0);
+  EpochSummary e = with(g);
+  MixedPrecisionSummary m;
+  m.policy = "suggest";
+  m.state = "fp32";
+  m.steps_fp32 = 10;
+  m.device = AmpDeviceFacts{true, "NVIDIA H100 80GB HBM3", 9, 0};
+  e.mixed_precision = m;
+  Environment env;
+  env.mode = "suggest";
+  const auto f = find(advise(e, env), finding_id::kMixedPrecision);
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->applied);
+  EXPECT_EQ(evidence(*f, "device")->value, "NVIDIA H100 80GB HBM3 (compute capability 9.0)");
+  ASSERT_TRUE(evidence(*f, "peak throughput"));
+  EXPECT_NE(evidence(*f, "peak throughput")->value.find("TFLOPS bf16"), std::string::npos);
+  EXPECT_NE(f->fix.find("// with fathom:"), std::string::npos);
+  // Auto ran it for 6 of 10 steps: the same finding, applied, says so.
+  e.mixed_precision->policy = "auto";
+  e.mixed_precision->state = "enabled";
+  e.mixed_precision->dtype = "bf16";
+  e.mixed_precision->steps_low_precision = 6;
+  e.mixed_precision->steps_fp32 = 4;
+  env.mode = "auto";
+  const auto applied = find(advise(e, env), finding_id::kMixedPrecision);
+  ASSERT_TRUE(applied);
+  EXPECT_TRUE(applied->applied);
+  EXPECT_EQ(evidence(*applied, "steps in bf16")->value, "6 of 10");
+  EXPECT_EQ(applied->title, f->title);  // the GPU rules' finding, not a second one
+}
+
 // Much undecided time: the low share may be the CUDA cores' or the unknown kernels' doing.
 TEST(AdvisorGpu, LowShareWithMuchUndecidedTimeDoesNotFire) {
   GpuSummary g = gpu_base();

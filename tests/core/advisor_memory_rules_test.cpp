@@ -120,5 +120,75 @@ TEST(AdvisorMemory, BatchHeadroomQuietWhenEitherIsBusyOrUnmeasured) {
   EXPECT_FALSE(find(advise(e, Environment{}), finding_id::kBatchHeadroom));
 }
 
+CheckpointPlanReport plan(bool feasible, bool applied) {
+  CheckpointPlanReport p;
+  p.chain = "features (Sequential)";
+  p.budget = "12.00 GiB";
+  p.budget_bytes = 20LL << 20;
+  p.unconstrained_peak_bytes = 64LL << 20;
+  p.predicted_peak_bytes = 16LL << 20;
+  p.recompute_ms = 2.5;
+  p.feasible = feasible;
+  p.applied = applied;
+  p.message = "checkpoint 2 segments";
+  p.code = "fathom::checkpoint(...)";
+  return p;
+}
+
+// The checkpoint extension hands the advisor its plans as typed fields; the finding (its id
+// declared in finding_id) is the advisor's.
+TEST(AdvisorMemory, CheckpointFindingFromATypedPlan) {
+  EpochSummary e = epoch_with(1000, 0);
+  e.modules = ModuleReport{};
+  e.modules->plans = {plan(/*feasible=*/true, /*applied=*/true)};
+  const auto f = find(advise(e, Environment{}), finding_id::kActivationCheckpointing);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->id, "memory.activation_checkpointing");
+  EXPECT_EQ(f->severity, Severity::Warning);
+  EXPECT_TRUE(f->applied);
+  EXPECT_EQ(f->title, "fathom checkpoints activations of features (Sequential)");
+  EXPECT_EQ(evidence(*f, "activation peak without checkpointing")->value, "64.0 MiB");
+  EXPECT_EQ(evidence(*f, "activation budget")->value, "20.0 MiB (12.00 GiB)");
+  EXPECT_EQ(evidence(*f, "predicted activation peak")->value, "16.0 MiB");
+  EXPECT_EQ(evidence(*f, "recompute per step")->value, "2.500 ms");
+  EXPECT_EQ(f->estimated_gain, "48.0 MiB less activation memory");
+  EXPECT_EQ(f->why, "checkpoint 2 segments");
+  EXPECT_EQ(f->fix, "fathom::checkpoint(...)");
+}
+
+TEST(AdvisorMemory, CheckpointSuggestionThatCannotFitIsCritical) {
+  EpochSummary e = epoch_with(1000, 0);
+  e.modules = ModuleReport{};
+  e.modules->plans = {plan(/*feasible=*/false, /*applied=*/false)};
+  const auto f = find(advise(e, Environment{}), finding_id::kActivationCheckpointing);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_FALSE(f->applied);
+  EXPECT_EQ(f->title, "Checkpoint activations of features (Sequential)");
+  // No plan, no finding.
+  e.modules->plans.clear();
+  EXPECT_FALSE(find(advise(e, Environment{}), finding_id::kActivationCheckpointing));
+}
+
+// The checkpoint extension's Suggest and Auto plans start from this decision.
+TEST(AdvisorMemory, CheckpointTargetFollowsTheNearCapacityThreshold) {
+  // GPU, no budget: 90 % of device memory bounds the step's peak; the activations give up the rest.
+  const auto t = checkpoint_activation_target(200, 950, 1000, std::nullopt);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->bytes, 150);
+  EXPECT_EQ(t->budget, "90 % of device memory");
+  EXPECT_FALSE(checkpoint_activation_target(200, 850, 1000, std::nullopt));
+  EXPECT_FALSE(checkpoint_activation_target(200, std::nullopt, 1000, std::nullopt));
+  // CPU: only a budget presses, a fraction being of the activations.
+  EXPECT_FALSE(checkpoint_activation_target(200, std::nullopt, std::nullopt, std::nullopt));
+  const auto cpu =
+      checkpoint_activation_target(200, std::nullopt, std::nullopt, MemoryBudget::fraction(0.5));
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->bytes, 100);
+  EXPECT_EQ(cpu->budget, "50 % of the activations (CPU)");
+  EXPECT_FALSE(
+      checkpoint_activation_target(200, std::nullopt, std::nullopt, MemoryBudget::bytes(300)));
+}
+
 }  // namespace
 }  // namespace fathom

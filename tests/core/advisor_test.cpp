@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "advisor_fixtures.h"
 
 namespace fathom {
@@ -100,6 +103,38 @@ TEST(Advisor, EveryFindingCarriesEvidenceGainAndFix) {
     EXPECT_FALSE(f.estimated_gain.empty()) << f.id;
     EXPECT_FALSE(f.fix.empty()) << f.id;
   }
+}
+
+// Every id a report can hold is declared in finding_id and has its rule in docs/thresholds.md.
+TEST(Advisor, EveryFindingIdIsDocumented) {
+  namespace id = finding_id;
+  std::ifstream in(std::string(FATHOM_GOLDEN_DIR) + "/../../../docs/thresholds.md");
+  ASSERT_TRUE(in) << "docs/thresholds.md not found";
+  std::stringstream doc;
+  doc << in.rdbuf();
+  for (std::string_view v : {id::kDataLoaderBound,
+                             id::kCopyPageable,
+                             id::kCopySynchronous,
+                             id::kTransferBelowLinkPeak,
+                             id::kTransferExposed,
+                             id::kLinkDegraded,
+                             id::kMemoryNearCapacity,
+                             id::kHardwareFit,
+                             id::kBatchHeadroom,
+                             id::kMixedPrecision,
+                             id::kHostSync,
+                             id::kLaunchBound,
+                             id::kCommunication,
+                             id::kClocksThrottled,
+                             id::kScopesUnaccounted,
+                             id::kMixedPrecisionRolledBack,
+                             id::kActivationCheckpointing,
+                             id::kRankStraggler,
+                             id::kRankDataWait,
+                             id::kRankLoadImbalance,
+                             id::kRankCommunicationExposed,
+                             id::kRanksMissing})
+    EXPECT_NE(doc.str().find("`" + std::string(v) + "`"), std::string::npos) << v;
 }
 
 }  // namespace

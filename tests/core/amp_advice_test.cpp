@@ -127,5 +127,87 @@ TEST(AmpAdvice, UnknownGpuStillListsTheWorkButNoSpeedup) {
   EXPECT_TRUE(has(nm, "peak 16-bit and FP32 throughput of this GPU"));
 }
 
+// --- the advisor's mixed-precision rules, from the typed section the AMP extension writes ------
+
+const Finding* find(const std::vector<Finding>& fs, std::string_view id) {
+  for (const Finding& f : fs)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+Environment env_in(std::string_view mode) {
+  Environment env;
+  env.mode = std::string(mode);
+  return env;
+}
+
+MixedPrecisionSummary ran_bf16(std::string policy) {
+  MixedPrecisionSummary m;
+  m.policy = std::move(policy);
+  m.state = "enabled";
+  m.dtype = "bf16";
+  m.steps_low_precision = 8;
+  m.steps_fp32 = 2;
+  m.events = {{1, AmpEventKind::Enabled, "after 2 fp32 steps"}};
+  return m;
+}
+
+TEST(AmpAdvice, AppliedFlagFromTheTypedSummary) {
+  EpochSummary e = epoch_with_device_times();
+  e.mixed_precision = ran_bf16("auto");
+  const std::vector<Finding> fs = advise(e, env_in("auto"));
+  const Finding* f = find(fs, finding_id::kMixedPrecision);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->applied);
+  EXPECT_EQ(f->severity, Severity::Info);
+  EXPECT_EQ(evidence(*f, "steps in bf16"), "8 of 10");
+  EXPECT_EQ(evidence(*f, "state"), "enabled");
+  EXPECT_NE(f->fix.find("When::Always"), std::string::npos) << f->fix;
+  EXPECT_EQ(find(fs, finding_id::kMixedPrecisionRolledBack), nullptr);
+  // Forced on (When::Always): nothing to skip, no fix.
+  e.mixed_precision = ran_bf16("on");
+  EXPECT_EQ(find(advise(e, env_in("suggest")), finding_id::kMixedPrecision)->fix, "");
+}
+
+TEST(AmpAdvice, RolledBackFromTheTypedEvents) {
+  EpochSummary e = epoch_with_device_times();
+  MixedPrecisionSummary m = ran_bf16("auto");
+  m.state = "rolled_back";
+  m.skipped_steps = 2;
+  m.events.push_back({39, AmpEventKind::RolledBack, "the loss drifted"});
+  e.mixed_precision = m;
+  const std::vector<Finding> fs = advise(e, env_in("auto"));
+  const Finding* f = find(fs, finding_id::kMixedPrecisionRolledBack);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->id, "precision.rolled_back");
+  EXPECT_EQ(f->severity, Severity::Warning);
+  EXPECT_EQ(evidence(*f, "at step"), "39");
+  EXPECT_EQ(evidence(*f, "because"), "the loss drifted");
+  EXPECT_EQ(evidence(*f, "updates skipped on inf/NaN"), "2");
+  EXPECT_NE(f->fix.find("tolerance(0.2)"), std::string::npos);
+  EXPECT_EQ(find(fs, finding_id::kMixedPrecision), nullptr);  // rolled back: not "applied"
+}
+
+TEST(AmpAdvice, SuggestsFromTheSummaryInSuggestModeOnly) {
+  EpochSummary e = epoch_with_device_times();
+  MixedPrecisionSummary m;
+  m.policy = "suggest";
+  m.state = "fp32";
+  m.steps_fp32 = 10;
+  m.device = h200();
+  e.mixed_precision = m;
+  Environment env = env_in("suggest");
+  const std::vector<Finding> fs = advise(e, env, env.not_measured);
+  const Finding* f = find(fs, finding_id::kMixedPrecision);
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->applied);
+  EXPECT_NE(evidence(*f, "device"), "");
+  EXPECT_TRUE(has(env.not_measured, "FP32 GEMM and convolution time on CUDA cores"));
+  // Auto decides by running it: no suggestion; nor without the device facts.
+  EXPECT_EQ(find(advise(e, env_in("auto")), finding_id::kMixedPrecision), nullptr);
+  e.mixed_precision->device.reset();
+  EXPECT_EQ(find(advise(e, env_in("suggest")), finding_id::kMixedPrecision), nullptr);
+}
+
 }  // namespace
 }  // namespace fathom

@@ -41,7 +41,7 @@ void warm_up(AutoAmpPolicy& p) {
       EXPECT_FALSE(ev) << s;
     } else {
       ASSERT_TRUE(ev);
-      EXPECT_EQ(ev->kind, "enabled");
+      EXPECT_EQ(ev->kind, AmpEventKind::Enabled);
       EXPECT_EQ(ev->step, 9);
     }
   }
@@ -63,7 +63,7 @@ TEST(AutoAmpPolicy, EnablesAfterWarmupAndAcceptsWhenLossKeepsTheTrend) {
   }
   EXPECT_EQ(pattern, (std::vector<bool>{true, true, true, false, true, true, true, false}));
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "accepted");
+  EXPECT_EQ(ev->kind, AmpEventKind::Accepted);
   EXPECT_EQ(p.stage(), AmpStage::Enabled);
   EXPECT_TRUE(p.amp_on());
   EXPECT_DOUBLE_EQ(*p.fp32_step_ms(), 10.0);
@@ -76,7 +76,7 @@ TEST(AutoAmpPolicy, NonFiniteLossRollsBackAtOnce) {
   warm_up(p);
   auto ev = step(p, 10, {std::numeric_limits<double>::quiet_NaN()});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "rolled_back");
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
   EXPECT_NE(ev->detail.find("nan"), std::string::npos) << ev->detail;
   EXPECT_FALSE(p.amp_on());
   EXPECT_EQ(amp_stage_name(p.stage()), "rolled_back");
@@ -92,7 +92,7 @@ TEST(AutoAmpPolicy, DriftBeyondToleranceRollsBack) {
   std::optional<AmpEvent> ev;
   for (std::int64_t s = 11; s < 15 && !ev; ++s) ev = step(p, s, {3.0});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "rolled_back");
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
   EXPECT_EQ(ev->step, 11);
   EXPECT_NE(ev->detail.find("drifted"), std::string::npos) << ev->detail;
   EXPECT_EQ(p.stage(), AmpStage::RolledBack);
@@ -107,7 +107,7 @@ TEST(AutoAmpPolicy, InfGradientsRollBackWithoutAScalerButNotWithOne) {
   warm_up(bf16);
   auto ev = step(bf16, 10, {loss_at(10), 8, 10, true, false});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "rolled_back");
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
 }
 
 TEST(AutoAmpPolicy, SlowerStepsRollBackUnlessAllowed) {
@@ -116,7 +116,7 @@ TEST(AutoAmpPolicy, SlowerStepsRollBackUnlessAllowed) {
   std::optional<AmpEvent> ev;
   for (std::int64_t s = 10; s < 18; ++s) ev = step(p, s, {loss_at(s), 12.0, 10.0});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "rolled_back");
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
   EXPECT_NE(ev->detail.find("slower"), std::string::npos) << ev->detail;
 
   AutoAmpOptions o = small();
@@ -125,7 +125,7 @@ TEST(AutoAmpPolicy, SlowerStepsRollBackUnlessAllowed) {
   warm_up(q);
   for (std::int64_t s = 10; s < 18; ++s) ev = step(q, s, {loss_at(s), 12.0, 10.0});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "accepted");
+  EXPECT_EQ(ev->kind, AmpEventKind::Accepted);
 }
 
 TEST(AutoAmpPolicy, InterleavedFp32StepsKeepALoadChangeFromLookingLikeSlowerSteps) {
@@ -137,7 +137,7 @@ TEST(AutoAmpPolicy, InterleavedFp32StepsKeepALoadChangeFromLookingLikeSlowerStep
   std::optional<AmpEvent> ev;
   for (std::int64_t s = 10; s < 22; ++s) ev = step(p, s, {loss_at(s), 16.0, 20.0});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "accepted") << ev->detail;
+  EXPECT_EQ(ev->kind, AmpEventKind::Accepted) << ev->detail;
   EXPECT_DOUBLE_EQ(*p.fp32_step_ms(), 20.0);
   EXPECT_NE(ev->detail.find("3 steps interleaved"), std::string::npos) << ev->detail;
 
@@ -150,7 +150,7 @@ TEST(AutoAmpPolicy, InterleavedFp32StepsKeepALoadChangeFromLookingLikeSlowerStep
     ev = step(q, s, {loss_at(s), 16.0, 20.0});
   }
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "rolled_back");
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
 }
 
 TEST(AutoAmpPolicy, NonFiniteLossAfterAcceptanceStillRollsBack) {
@@ -160,7 +160,7 @@ TEST(AutoAmpPolicy, NonFiniteLossAfterAcceptanceStillRollsBack) {
   ASSERT_EQ(p.stage(), AmpStage::Enabled);
   auto ev = step(p, 40, {std::numeric_limits<double>::infinity()});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "rolled_back");
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
 }
 
 TEST(AutoAmpPolicy, NoLossFromTheLoopMeansNotEnabled) {
@@ -168,7 +168,7 @@ TEST(AutoAmpPolicy, NoLossFromTheLoopMeansNotEnabled) {
   std::optional<AmpEvent> ev;
   for (std::int64_t s = 0; s < 10; ++s) ev = step(p, s, {std::nullopt});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "not_enabled");
+  EXPECT_EQ(ev->kind, AmpEventKind::NotEnabled);
   EXPECT_NE(ev->detail.find("step.loss(loss)"), std::string::npos);
   EXPECT_EQ(amp_stage_name(p.stage()), "fp32");
   EXPECT_FALSE(p.amp_on());
@@ -179,15 +179,15 @@ TEST(AutoAmpPolicy, NonFiniteFp32LossRestartsTheWarmup) {
   for (std::int64_t s = 0; s < 5; ++s) step(p, s, {loss_at(s)});
   auto ev = step(p, 5, {std::numeric_limits<double>::infinity()});
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, "warmup_restarted");
+  EXPECT_EQ(ev->kind, AmpEventKind::WarmupRestarted);
   for (std::int64_t s = 6; s < 15; ++s) EXPECT_FALSE(step(p, s, {loss_at(s)})) << s;
-  EXPECT_EQ(step(p, 15, {loss_at(15)})->kind, "enabled");
+  EXPECT_EQ(step(p, 15, {loss_at(15)})->kind, AmpEventKind::Enabled);
 }
 
 TEST(AutoAmpPolicy, RefuseKeepsItOff) {
   AutoAmpPolicy p(small());
   const AmpEvent ev = p.refuse(0, "fp16 needs a GradScaler");
-  EXPECT_EQ(ev.kind, "not_enabled");
+  EXPECT_EQ(ev.kind, AmpEventKind::NotEnabled);
   for (std::int64_t s = 0; s < 20; ++s) EXPECT_FALSE(step(p, s, {loss_at(s)}));
   EXPECT_FALSE(p.amp_on());
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "advise/advisor.h"
 #include "rank_fixtures.h"
 
 namespace fathom {
@@ -122,6 +123,22 @@ TEST(JobFindings, StragglerSaysWhatWasCompared) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(evidence(*f, "work measured as"),
             "median per step of step time less communication wait");
+}
+
+// Rank 0's wait reaches the merge as a typed field, so the finding carries it as made: nothing
+// rewrites its evidence afterwards (hooks/src/distributed.cpp did, matching the row's name).
+TEST(JobFindings, MissingRanksSayHowLongRankZeroWaitedAndItsTimeout) {
+  auto ranks = synchronous_job({10, 10, 10});
+  ranks.pop_back();
+  const JobEpoch e = merge_rank_summaries(0, 3, ranks, {}, MergeWait{1234.7, 5000});
+  EXPECT_DOUBLE_EQ(e.waited_ms, 1234.7);
+  EXPECT_EQ(e.merge_timeout_ms, 5000);
+  const Finding* f = find(e, finding_id::kRanksMissing);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(evidence(*f, "rank 0 waited"), "1234 ms (timeout 5000 ms)");
+  // Without a timeout (an offline merge) the wait alone.
+  const JobEpoch offline = merge_rank_summaries(0, 3, ranks, {}, MergeWait{12.5, std::nullopt});
+  EXPECT_EQ(evidence(*find(offline, finding_id::kRanksMissing), "rank 0 waited"), "12.50 ms");
 }
 
 TEST(JobFindings, QuietJobHasNoFindings) {

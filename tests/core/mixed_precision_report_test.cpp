@@ -25,7 +25,8 @@ MixedPrecisionSummary sample_amp() {
   m.amp_step_ms = 7.25;
   m.fp32_loss_reference = 1.5;
   m.amp_loss = 2.75;
-  m.events = {{9, "enabled", "after 10 fp32 steps"}, {39, "rolled_back", "the loss drifted"}};
+  m.events = {{9, AmpEventKind::Enabled, "after 10 fp32 steps"},
+              {39, AmpEventKind::RolledBack, "the loss drifted"}};
   return m;
 }
 

@@ -104,7 +104,8 @@ std::vector<std::string> kinds(const RunReport& r) {
   std::vector<std::string> out;
   for (const auto& e : r.epochs)
     if (e.mixed_precision)
-      for (const auto& ev : e.mixed_precision->events) out.push_back(ev.kind);
+      for (const auto& ev : e.mixed_precision->events)
+        out.push_back(std::string(amp_event_kind_name(ev.kind)));
   return out;
 }
 

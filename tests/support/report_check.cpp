@@ -46,9 +46,10 @@ int main(int argc, char** argv) {
         if (!e.mixed_precision) continue;
         low += e.mixed_precision->steps_low_precision;
         for (const auto& ev : e.mixed_precision->events) {
-          std::printf("mixed precision %s at step %lld: %s\n", ev.kind.c_str(),
+          std::printf("mixed precision %s at step %lld: %s\n",
+                      std::string(fathom::amp_event_kind_name(ev.kind)).c_str(),
                       static_cast<long long>(ev.step), ev.detail.c_str());
-          enabled = enabled || ev.kind == "enabled";
+          enabled = enabled || ev.kind == fathom::AmpEventKind::Enabled;
         }
       }
       if (!enabled) std::printf("mixed precision was never enabled\n"), ++bad;

@@ -28,7 +28,8 @@ struct JobEpoch {
   std::vector<RankSummary> ranks;  // by rank; only the ranks that reported
   std::vector<int> missing_ranks;  // never reported within the timeout (or unreadable)
   std::vector<UnreadableRank> unreadable;
-  double waited_ms = 0;  // how long rank 0 waited for the others
+  double waited_ms = 0;                          // how long rank 0 waited for the others
+  std::optional<std::int64_t> merge_timeout_ms;  // how long it would have waited at most
 
   // Over the reporting ranks. "Work" is step time less communication wait (rank_summary.h);
   // it falls back to step time when no rank measured its communication.
@@ -51,13 +52,20 @@ struct JobReport {
   std::vector<JobEpoch> epochs;
 };
 
+// How long rank 0 waited for the other ranks' summaries, known before the merge so that its
+// findings carry it (the "distributed.missing_ranks" evidence).
+struct MergeWait {
+  double waited_ms = 0;
+  std::optional<std::int64_t> timeout_ms;
+};
+
 // Merges the summaries rank 0 gathered for one epoch. Summaries for other epochs or outside
 // [0, world_size) are left out (and named unreadable); a rank that sent twice counts once.
 // Linear in the number of ranks, plus a sort: 1,000 ranks take well under a millisecond
 // (bench/merge_bench.cpp).
 JobEpoch merge_rank_summaries(std::int64_t epoch, int world_size,
                               std::vector<RankSummary> summaries,
-                              std::vector<UnreadableRank> unreadable = {});
+                              std::vector<UnreadableRank> unreadable = {}, MergeWait wait = {});
 
 // The cross-rank findings of a merged epoch (merge_rank_summaries calls it).
 std::vector<Finding> find_cross_rank_issues(const JobEpoch& e);

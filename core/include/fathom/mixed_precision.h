@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fathom {
@@ -27,12 +28,33 @@ struct ScalePoint {
   double scale = 0;
 };
 
-// Something the mixed-precision policy did. kind: "enabled", "accepted", "rolled_back",
-// "not_enabled".
+// Something the mixed-precision policy did. Typed, so the advisor and the extension switch on it
+// rather than compare strings; amp_event_kind_name() gives the report's (JSON) spelling.
+enum class AmpEventKind {
+  Enabled,          // "enabled": Auto turned it on after the fp32 warm-up
+  Accepted,         // "accepted": the watch passed
+  RolledBack,       // "rolled_back": Auto turned it off again
+  NotEnabled,       // "not_enabled": it could not or would not start
+  WarmupRestarted,  // "warmup_restarted": a non-finite fp32 loss restarted the warm-up
+};
+std::string_view amp_event_kind_name(AmpEventKind k) noexcept;
+// The kind a report spells `name`; nullopt for a name this version does not know.
+std::optional<AmpEventKind> amp_event_kind_from_name(std::string_view name) noexcept;
+
 struct AmpEvent {
   std::int64_t step = 0;
-  std::string kind;
+  AmpEventKind kind = AmpEventKind::Enabled;
   std::string detail;
+};
+
+// What the AMP extension knows of the device, for the advisor's mixed-precision rules.
+struct AmpDeviceFacts {
+  bool cuda = false;
+  std::string device_name;
+  int compute_major = 0;
+  int compute_minor = 0;
+  // CPU runs: the bf16 units the host has (cpu_bf16_units(), host_info.h); empty: none.
+  std::vector<std::string> cpu_bf16_units;
 };
 
 // At most this many scale points per epoch: the scale the epoch started with, then the latest
@@ -59,6 +81,9 @@ struct MixedPrecisionSummary {
   std::optional<double> fp32_loss_reference;
   std::optional<double> amp_loss;
   std::vector<AmpEvent> events;
+  // The device the policy ran on, for the advisor's suggestion (amp_advice.h); not in the JSON
+  // report, so a report read back has none and gets no new suggestion.
+  std::optional<AmpDeviceFacts> device;
 };
 
 }  // namespace fathom

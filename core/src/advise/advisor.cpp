@@ -46,22 +46,30 @@ int rank(Severity s) { return s == Severity::Critical ? 0 : s == Severity::Warni
 
 }  // namespace
 
-std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env) {
+std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env,
+                            std::vector<Unmeasured>& not_measured) {
   std::vector<Finding> out;
   advice::data_wait(epoch, out);
   advice::host_copies(epoch, out);
   if (epoch.gpu) advice::gpu_rules(epoch, *epoch.gpu, out);
+  advice::mixed_precision_actions(epoch, env, out, not_measured);
   advice::memory_near_capacity(epoch, env, out);
   advice::hardware_fit_rule(epoch, env, out);
   advice::batch_headroom(epoch, env, out);
   advice::link_degraded(epoch, out);
   advice::clocks_throttled(epoch, out);
   advice::unaccounted(epoch, out);
+  advice::checkpoint_plans(epoch, out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (rank(a.severity) != rank(b.severity)) return rank(a.severity) < rank(b.severity);
     return a.gain_fraction.value_or(0) > b.gain_fraction.value_or(0);
   });
   return out;
+}
+
+std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env) {
+  std::vector<Unmeasured> not_measured = env.not_measured;
+  return advise(epoch, env, not_measured);
 }
 
 }  // namespace fathom

@@ -1,15 +1,22 @@
 #pragma once
 // Turns an epoch's measurements into findings: evidence, why it matters, estimated gain, fix.
 // Every threshold lives in thresholds.h; docs/thresholds.md lists the rules and what fires them.
+#include <fathom/memory_budget.h>
 #include <fathom/report.h>
 
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace fathom {
 
-// Stable finding ids: reports, `fathom diff` and Auto mode (which sets Finding::applied on the
-// findings it acted on) match on them.
+// Stable finding ids: reports and `fathom diff` match on them. Every id any report holds is
+// declared here, once, and documented in docs/thresholds.md; only the advisor's rules
+// (advisor*.cpp, amp_advice.cpp, job_findings.cpp) make findings. Finding::applied says Auto mode
+// acted on it, as read from what the extensions measured and did (mixed_precision.h,
+// module_report.h).
 namespace finding_id {
 inline constexpr std::string_view kDataLoaderBound = "data.loader_bound";
 inline constexpr std::string_view kCopyPageable = "copy.pageable";
@@ -26,9 +33,38 @@ inline constexpr std::string_view kLaunchBound = "launch.bound";
 inline constexpr std::string_view kCommunication = "communication.exposed";
 inline constexpr std::string_view kClocksThrottled = "clocks.throttled";
 inline constexpr std::string_view kScopesUnaccounted = "scopes.unaccounted";
+// Auto mode turned mixed precision off again (the loss went non-finite or drifted, or the steps
+// got slower). "precision.mixed" is the suggestion, or, applied, that it runs.
+inline constexpr std::string_view kMixedPrecisionRolledBack = "precision.rolled_back";
+// A checkpoint plan for one chain (ModuleReport::plans): suggested, or applied by Auto mode.
+inline constexpr std::string_view kActivationCheckpointing = "memory.activation_checkpointing";
+// Across ranks, in rank 0's job report (job_findings.cpp).
+inline constexpr std::string_view kRankStraggler = "distributed.straggler";
+inline constexpr std::string_view kRankDataWait = "distributed.rank_data_wait";
+inline constexpr std::string_view kRankLoadImbalance = "distributed.load_imbalance";
+inline constexpr std::string_view kRankCommunicationExposed = "distributed.communication_exposed";
+inline constexpr std::string_view kRanksMissing = "distributed.missing_ranks";
 }  // namespace finding_id
 
-// Findings for one epoch, most severe first, then largest estimated gain.
+// Findings for one epoch, most severe first, then largest estimated gain. What a rule could not
+// measure is appended to not_measured, each entry once (it may be env.not_measured: the rules
+// read only env's device facts).
+std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env,
+                            std::vector<Unmeasured>& not_measured);
+// The same, for callers that keep no not-measured list (tests, offline tools).
 std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env);
+
+// Whether the chains' activations must shrink, and to how many bytes: the decision behind
+// Suggest's checkpoint plan and Auto's, made here so both follow the advisor's threshold.
+// On a GPU (device_memory_bytes set) the budget bounds the step's allocator peak (default:
+// kDeviceMemoryShare of device memory) and the activations give up the excess; on a CPU the
+// budget, when set, bounds the activation bytes themselves (a fraction of activation_bytes).
+struct ActivationTarget {
+  std::int64_t bytes = 0;  // for all chains together; may be <= 0 when nothing can fit
+  std::string budget;      // as the report says it: "12.00 GiB", "90 % of device memory"
+};
+std::optional<ActivationTarget> checkpoint_activation_target(
+    std::int64_t activation_bytes, std::optional<std::int64_t> step_peak_bytes,
+    std::optional<std::int64_t> device_memory_bytes, const std::optional<MemoryBudget>& budget);
 
 }  // namespace fathom

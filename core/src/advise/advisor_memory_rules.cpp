@@ -1,9 +1,12 @@
 // Rules on device memory: near capacity, hardware fit, and room for a larger batch.
 #include <fathom/hardware_fit.h>
 
+#include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "advise/advisor_rules.h"
+#include "records/bytes_text.h"
 #include "records/thresholds.h"
 
 namespace fathom::advice {
@@ -146,4 +149,61 @@ void batch_headroom(const EpochSummary& e, const Environment& env, std::vector<F
   out.push_back(std::move(f));
 }
 
+void checkpoint_plans(const EpochSummary& e, std::vector<Finding>& out) {
+  if (!e.modules) return;
+  using detail::bytes_text;
+  for (const CheckpointPlanReport& p : e.modules->plans) {
+    Finding f = make_finding(
+        finding_id::kActivationCheckpointing, p.feasible ? Severity::Warning : Severity::Critical,
+        (p.applied ? "fathom checkpoints activations of " : "Checkpoint activations of ") +
+            p.chain);
+    f.evidence = {{"activation peak without checkpointing", bytes_text(p.unconstrained_peak_bytes)},
+                  {"activation budget", bytes_text(p.budget_bytes) + " (" + p.budget + ")"},
+                  {"predicted activation peak", bytes_text(p.predicted_peak_bytes)},
+                  {"recompute per step",
+                   fmt::format(fmt::runtime(p.recompute_ms < 10 ? "{:.3f} ms" : "{:.1f} ms"),
+                               p.recompute_ms)}};
+    f.why = p.message;
+    f.estimated_gain =
+        bytes_text(std::max<std::int64_t>(0, p.unconstrained_peak_bytes - p.predicted_peak_bytes)) +
+        " less activation memory";
+    f.fix = p.code;
+    f.applied = p.applied;
+    out.push_back(std::move(f));
+  }
+}
+
 }  // namespace fathom::advice
+
+namespace fathom {
+
+std::optional<ActivationTarget> checkpoint_activation_target(
+    std::int64_t activation_bytes, std::optional<std::int64_t> step_peak_bytes,
+    std::optional<std::int64_t> device_memory_bytes, const std::optional<MemoryBudget>& budget) {
+  if (activation_bytes <= 0) return std::nullopt;
+  if (device_memory_bytes) {
+    const std::int64_t limit =
+        budget ? budget->resolve(*device_memory_bytes)
+               : static_cast<std::int64_t>(thresholds::kDeviceMemoryShare *
+                                           static_cast<double>(*device_memory_bytes));
+    if (!step_peak_bytes || *step_peak_bytes <= limit) return std::nullopt;
+    // What does not depend on the plan stays; the activations must give up the excess.
+    return ActivationTarget{
+        activation_bytes - (*step_peak_bytes - limit),
+        budget ? memory_budget_text(*budget)
+               : fmt::format("{:.0f} % of device memory", 100 * thresholds::kDeviceMemoryShare)};
+  }
+  if (!budget) return std::nullopt;
+  const std::int64_t target = budget->is_fraction()
+                                  ? static_cast<std::int64_t>(budget->fraction_of_whole() *
+                                                              static_cast<double>(activation_bytes))
+                                  : budget->byte_count();
+  if (activation_bytes <= target) return std::nullopt;
+  // A CPU has no device memory: a fraction is of the activations without checkpointing.
+  return ActivationTarget{target, budget->is_fraction()
+                                      ? fmt::format("{} % of the activations (CPU)",
+                                                    std::lround(budget->fraction_of_whole() * 100))
+                                      : memory_budget_text(*budget) + " of activations (CPU)"};
+}
+
+}  // namespace fathom

@@ -62,6 +62,16 @@ void memory_near_capacity(const EpochSummary& e, const Environment& env, std::ve
 void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vector<Finding>& out);
 void batch_headroom(const EpochSummary& e, const Environment& env, std::vector<Finding>& out);
 
+// What the extensions did, read from their typed sections: a checkpoint finding per plan in
+// e.modules (suggested, or applied by Auto).
+void checkpoint_plans(const EpochSummary& e, std::vector<Finding>& out);
+
+// Mixed precision from e.mixed_precision (amp_advice.cpp): rolled back by Auto; applied (the GPU
+// rules' "precision.mixed" marked applied, or a finding that it runs); or, in Suggest mode with
+// fp32 throughout, the suggestion. Runs after gpu_rules, whose finding it completes.
+void mixed_precision_actions(const EpochSummary& e, const Environment& env,
+                             std::vector<Finding>& out, std::vector<Unmeasured>& not_measured);
+
 // Device telemetry rules (NVML): PCIe link below its capability, clocks lowered.
 void link_degraded(const EpochSummary& e, std::vector<Finding>& out);
 void clocks_throttled(const EpochSummary& e, std::vector<Finding>& out);

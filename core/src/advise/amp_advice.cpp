@@ -1,10 +1,13 @@
 #include "advise/amp_advice.h"
 
+#include <fathom/gpu_summary.h>
+#include <fathom/options.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "advise/advisor.h"
+#include "advise/advisor_rules.h"
 #include "analyze/gpu_throughput.h"
 #include "analyze/tensor_core_analysis.h"
 #include "records/thresholds.h"
@@ -113,6 +116,24 @@ std::optional<Finding> cpu_finding(const EpochSummary& e, const AmpDeviceFacts& 
   return f;
 }
 
+Evidence device_row(const AmpDeviceFacts& device) {
+  return {"device", fmt::format("{} (compute capability {}.{})", device.device_name,
+                                device.compute_major, device.compute_minor)};
+}
+
+Evidence peak_row(const GpuThroughput& row, bool bf16) {
+  return {
+      "peak throughput",
+      fmt::format("{:.0f} TFLOPS {} Tensor Cores vs {:.1f} FP32 ({:.1f}x){} ({} figures)",
+                  bf16 ? row.bf16_tflops : row.fp16_tflops, bf16 ? "bf16" : "fp16", row.fp32_tflops,
+                  low_precision_ratio(row),
+                  row.tf32_tflops > 0
+                      ? fmt::format("; TF32 {:.0f} ({:.1f}x over TF32)", row.tf32_tflops,
+                                    (bf16 ? row.bf16_tflops : row.fp16_tflops) / row.tf32_tflops)
+                      : "",
+                  row.name)};
+}
+
 }  // namespace
 
 std::string mixed_precision_fix(bool cuda) {
@@ -169,8 +190,7 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
         {"largest on CUDA cores",
          fmt::format("{} {} ({}), {:.1f} ms", op.op, op.shapes, op.dtypes, op.cuda_core_ns / 1e6)});
   }
-  f.evidence.push_back({"device", fmt::format("{} (compute capability {}.{})", device.device_name,
-                                              device.compute_major, device.compute_minor)});
+  f.evidence.push_back(device_row(device));
   f.why = fmt::format(
       "GEMMs and convolutions in FP32 run on CUDA cores (or TF32 Tensor Cores for convolutions); "
       "autocast runs them in {} on Tensor Cores, with fewer bytes to move, while reductions, "
@@ -179,17 +199,7 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
   if (row) {
     const double ratio = low_precision_ratio(*row);
     const double bound = speedup_bound(el->share, ratio);
-    f.evidence.push_back(
-        {"peak throughput",
-         fmt::format(
-             "{:.0f} TFLOPS {} Tensor Cores vs {:.1f} FP32 ({:.1f}x){} ({} figures)",
-             bf16 ? row->bf16_tflops : row->fp16_tflops, bf16 ? "bf16" : "fp16", row->fp32_tflops,
-             ratio,
-             row->tf32_tflops > 0
-                 ? fmt::format("; TF32 {:.0f} ({:.1f}x over TF32)", row->tf32_tflops,
-                               (bf16 ? row->bf16_tflops : row->fp16_tflops) / row->tf32_tflops)
-                 : "",
-             row->name)});
+    f.evidence.push_back(peak_row(*row, bf16));
     f.gain_fraction = el->base == "step time" ? 1.0 - 1.0 / bound : std::optional<double>();
     f.estimated_gain =
         fmt::format("at most {} of {} ({:.2f}x, from peak ratios; real GEMMs reach less)",
@@ -207,4 +217,104 @@ std::optional<Finding> mixed_precision_finding(const EpochSummary& e, const AmpD
   return f;
 }
 
+namespace advice {
+namespace {
+
+Finding* find(std::vector<Finding>& findings, std::string_view id) {
+  for (Finding& f : findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+Finding rolled_back(const MixedPrecisionSummary& m, const AmpEvent& rollback) {
+  Finding f = make_finding(finding_id::kMixedPrecisionRolledBack, Severity::Warning,
+                           "fathom turned mixed precision back off");
+  f.evidence = {{"at step", std::to_string(rollback.step)}, {"because", rollback.detail}};
+  if (m.skipped_steps)
+    f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
+  f.why =
+      "Auto mode keeps mixed precision only while the loss stays finite and on the fp32 trend "
+      "and the "
+      "steps are not slower. Training goes on in fp32 from the current weights.";
+  f.fix =
+      "// keep fp32; or allow more drift, or force it on and inspect the loss yourself:\n"
+      "fathom::configure_amp(session, fathom::AmpOptions().tolerance(0.2));\n"
+      "fathom::configure_amp(session, "
+      "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
+  return f;
+}
+
+// Mixed precision ran (Auto enabled it, or it was forced on): the GPU rules' finding, if any,
+// is marked applied; otherwise a finding says that it runs.
+void ran(const MixedPrecisionSummary& m, std::vector<Finding>& out) {
+  const Evidence steps{"steps in " + m.dtype,
+                       std::to_string(m.steps_low_precision) + " of " +
+                           std::to_string(m.steps_low_precision + m.steps_fp32)};
+  if (Finding* existing = find(out, finding_id::kMixedPrecision)) {
+    existing->applied = true;
+    existing->evidence.push_back(steps);
+    return;
+  }
+  Finding f =
+      make_finding(finding_id::kMixedPrecision, Severity::Info,
+                   "fathom runs the forward pass under " + m.dtype + " autocast (mixed precision)");
+  f.evidence = {steps, {"state", m.state}};
+  if (m.skipped_steps)
+    f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
+  f.why =
+      "GEMMs and convolutions run in 16 bits (Tensor Cores on a GPU); losses and reductions "
+      "stay fp32.";
+  // "on": AmpOptions::When::Always, which has no warm-up to skip.
+  f.fix = m.policy == "on" ? std::string()
+                           : "// to run it from the first step, without the warm-up:\n"
+                             "fathom::configure_amp(session, "
+                             "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
+  f.applied = true;
+  out.push_back(std::move(f));
+}
+
+// Suggest mode, fp32 throughout: the suggestion with the expected speed-up, merged into the GPU
+// rules' finding when they made one.
+void suggest(const EpochSummary& e, const AmpDeviceFacts& device, std::vector<Finding>& out,
+             std::vector<Unmeasured>& not_measured) {
+  const TensorCoreResult* tc = e.gpu && e.gpu->gpu_activity ? &e.gpu->tensor_cores : nullptr;
+  std::optional<Finding> f = mixed_precision_finding(e, device, tc, not_measured);
+  if (!f) return;
+  Finding* existing = find(out, finding_id::kMixedPrecision);
+  if (!existing) {
+    out.push_back(std::move(*f));
+    return;
+  }
+  // The GPU rules found it first: add the device and its peak throughput (the rows the CUDA
+  // suggestion has) and fathom's way to enable it.
+  if (device.cuda) {
+    existing->evidence.push_back(device_row(device));
+    if (const GpuThroughput* row =
+            find_gpu_throughput(device.device_name, device.compute_major, device.compute_minor))
+      existing->evidence.push_back(peak_row(*row, cuda_supports_bf16(device.compute_major)));
+  }
+  if (existing->estimated_gain.empty()) existing->estimated_gain = f->estimated_gain;
+  existing->fix += "\n// with fathom:\n" + f->fix;
+}
+
+}  // namespace
+
+void mixed_precision_actions(const EpochSummary& e, const Environment& env,
+                             std::vector<Finding>& out, std::vector<Unmeasured>& not_measured) {
+  if (!e.mixed_precision) return;
+  const MixedPrecisionSummary& m = *e.mixed_precision;
+  const AmpEvent* rollback = nullptr;
+  for (const AmpEvent& ev : m.events)
+    if (ev.kind == AmpEventKind::RolledBack) rollback = &ev;
+  if (rollback) {
+    out.push_back(rolled_back(m, *rollback));
+  } else if (m.steps_low_precision > 0) {
+    ran(m, out);
+  } else if (env.mode == mode_name(Mode::Suggest) && m.device) {
+    // Auto mode decides by running it (amp_policy.h); only Suggest mode suggests it.
+    suggest(e, *m.device, out, not_measured);
+  }
+}
+
+}  // namespace advice
 }  // namespace fathom

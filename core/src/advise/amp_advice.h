@@ -10,24 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "advise/advisor.h"  // finding_id
+
 namespace fathom {
 
 struct TensorCoreResult;
-
-namespace finding_id {
-// Auto mode turned mixed precision off again (the loss went non-finite or drifted, or the steps
-// got slower). "precision.mixed" (advisor.h) is the suggestion, or, applied, that it runs.
-inline constexpr std::string_view kMixedPrecisionRolledBack = "precision.rolled_back";
-}  // namespace finding_id
-
-struct AmpDeviceFacts {
-  bool cuda = false;
-  std::string device_name;
-  int compute_major = 0;
-  int compute_minor = 0;
-  // CPU runs: the bf16 units the host has (cpu_bf16_units(), host_info.h); empty: none.
-  std::vector<std::string> cpu_bf16_units;
-};
 
 // The eligible work comes from the Tensor Core analysis when one ran (tc: CUPTI kernels, with
 // ATen ops where recorded); otherwise the forward and backward device (else host) time bound it

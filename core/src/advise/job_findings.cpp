@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
+#include "advise/advisor.h"  // finding_id
 #include "records/thresholds.h"
 
 namespace fathom {
@@ -64,7 +66,7 @@ void straggler(const JobEpoch& e, const std::vector<const RankSummary*>& timed,
       excess < thresholds::kStragglerShare * others)
     return;
   Finding f;
-  f.id = "distributed.straggler";
+  f.id = std::string(finding_id::kRankStraggler);
   f.severity = excess > 0.5 * others ? Severity::Critical : Severity::Warning;
   f.title =
       fmt::format("Rank {} is a straggler: {} more work per step than the other ranks ({:+.0f} %)",
@@ -122,7 +124,7 @@ void rank_data_wait(const std::vector<const RankSummary*>& timed, std::vector<Fi
       excess < thresholds::kRankDataExcessShareOfStep * step)
     return;
   Finding f;
-  f.id = "distributed.rank_data_wait";
+  f.id = std::string(finding_id::kRankDataWait);
   f.severity = Severity::Warning;
   f.title = fmt::format("Rank {} waits on data: {} per step, {} more than the other ranks",
                         worst->rank.rank, ms(worst->data_ms_mean()), ms(excess));
@@ -162,7 +164,7 @@ void load_imbalance(const std::vector<const RankSummary*>& timed, std::vector<Fi
       step_spread <= thresholds::kLoadImbalanceShare)
     return;
   Finding f;
-  f.id = "distributed.load_imbalance";
+  f.id = std::string(finding_id::kRankLoadImbalance);
   f.severity = Severity::Warning;
   f.title = "The ranks do unequal amounts of work";
   if (sample_spread > thresholds::kLoadImbalanceShare) {
@@ -205,7 +207,7 @@ void exposed_communication(const JobEpoch& e, const std::vector<const RankSummar
   const double share = slow->comm_exposed_ms_mean() / slow->step_ms_mean();
   if (share <= thresholds::kCommunicationShareOfStep) return;
   Finding f;
-  f.id = "distributed.communication_exposed";
+  f.id = std::string(finding_id::kRankCommunicationExposed);
   f.severity = Severity::Warning;
   f.title = fmt::format(
       "Communication not hidden behind compute: {} of the step on the slowest rank", pct(share));
@@ -233,12 +235,16 @@ void exposed_communication(const JobEpoch& e, const std::vector<const RankSummar
 void missing(const JobEpoch& e, std::vector<Finding>& out) {
   if (e.missing_ranks.empty()) return;
   Finding f;
-  f.id = "distributed.missing_ranks";
+  f.id = std::string(finding_id::kRanksMissing);
   f.severity = Severity::Critical;
   f.title = fmt::format("{} of {} ranks did not report epoch {}: rank{} {}", e.missing_ranks.size(),
                         e.world_size, e.index, e.missing_ranks.size() > 1 ? "s" : "",
                         rank_list(e.missing_ranks));
-  f.evidence.push_back({"rank 0 waited", ms(e.waited_ms)});
+  f.evidence.push_back(
+      {"rank 0 waited",
+       e.merge_timeout_ms
+           ? fmt::format("{:.0f} ms (timeout {} ms)", std::trunc(e.waited_ms), *e.merge_timeout_ms)
+           : ms(e.waited_ms)});
   for (const UnreadableRank& u : e.unreadable)
     f.evidence.push_back({fmt::format("rank {} summary unreadable", u.rank), u.why});
   f.why =

@@ -32,6 +32,29 @@ std::string_view amp_stage_name(AmpStage s) noexcept {
   return "fp32";
 }
 
+std::string_view amp_event_kind_name(AmpEventKind k) noexcept {
+  switch (k) {
+    case AmpEventKind::Enabled:
+      return "enabled";
+    case AmpEventKind::Accepted:
+      return "accepted";
+    case AmpEventKind::RolledBack:
+      return "rolled_back";
+    case AmpEventKind::NotEnabled:
+      return "not_enabled";
+    case AmpEventKind::WarmupRestarted:
+      return "warmup_restarted";
+  }
+  return "enabled";
+}
+
+std::optional<AmpEventKind> amp_event_kind_from_name(std::string_view name) noexcept {
+  for (AmpEventKind k : {AmpEventKind::Enabled, AmpEventKind::Accepted, AmpEventKind::RolledBack,
+                         AmpEventKind::NotEnabled, AmpEventKind::WarmupRestarted})
+    if (amp_event_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
 AutoAmpPolicy::AutoAmpPolicy(AutoAmpOptions options) : options_(options) {
   options_.warmup_steps =
       std::max(options_.warmup_steps, 3);  // a line needs 3 points to show noise
@@ -41,12 +64,12 @@ AutoAmpPolicy::AutoAmpPolicy(AutoAmpOptions options) : options_(options) {
 
 AmpEvent AutoAmpPolicy::roll_back(std::int64_t step, std::string reason) {
   stage_ = AmpStage::RolledBack;
-  return AmpEvent{step, "rolled_back", std::move(reason)};
+  return AmpEvent{step, AmpEventKind::RolledBack, std::move(reason)};
 }
 
 AmpEvent AutoAmpPolicy::refuse(std::int64_t step, std::string reason) {
   stage_ = AmpStage::NotEnabled;
-  return AmpEvent{step, "not_enabled", std::move(reason)};
+  return AmpEvent{step, AmpEventKind::NotEnabled, std::move(reason)};
 }
 
 std::string AutoAmpPolicy::timing_note() const {
@@ -73,7 +96,7 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
       if (bad_loss) {
         fp32_losses_.clear();
         fp32_ms_.clear();
-        return AmpEvent{s.step, "warmup_restarted",
+        return AmpEvent{s.step, AmpEventKind::WarmupRestarted,
                         "the fp32 loss was not finite; the warm-up starts again"};
       }
       if (s.loss) {
@@ -91,7 +114,7 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
       if (!trend_) return refuse(s.step, "the fp32 losses of the warm-up do not give a trend");
       stage_ = AmpStage::Watching;
       return AmpEvent{
-          s.step, "enabled",
+          s.step, AmpEventKind::Enabled,
           fmt::format("after {} fp32 steps (loss trend at {:.4g}, noise {:.3g}); watching the "
                       "next {} steps",
                       fp32_losses_.size(), trend_->level(), trend_->noise(), options_.watch_steps)};
@@ -127,7 +150,7 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
                                 amp, fp32, timing_note()));
       }
       stage_ = AmpStage::Enabled;
-      return AmpEvent{s.step, "accepted",
+      return AmpEvent{s.step, AmpEventKind::Accepted,
                       fmt::format("loss within {:.0f} % of the fp32 trend over {} steps; step "
                                   "{:.2f} ms against {:.2f} ms in fp32 (median host step time{})",
                                   100 * options_.tolerance, watched_, amp, fp32, timing_note())};

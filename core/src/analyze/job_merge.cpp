@@ -7,10 +7,12 @@ namespace fathom {
 
 JobEpoch merge_rank_summaries(std::int64_t epoch, int world_size,
                               std::vector<RankSummary> summaries,
-                              std::vector<UnreadableRank> unreadable) {
+                              std::vector<UnreadableRank> unreadable, MergeWait wait) {
   JobEpoch e;
   e.index = epoch;
   e.world_size = world_size;
+  e.waited_ms = wait.waited_ms;
+  e.merge_timeout_ms = wait.timeout_ms;
   std::vector<char> seen(static_cast<std::size_t>(std::max(world_size, 0)), 0);
   for (const UnreadableRank& u : unreadable)
     if (u.rank >= 0 && u.rank < world_size) seen[static_cast<std::size_t>(u.rank)] = 2;

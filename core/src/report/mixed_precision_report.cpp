@@ -28,7 +28,9 @@ json mixed_precision_json(const std::optional<MixedPrecisionSummary>& m) {
     history.push_back({{"step", s.step}, {"scale", s.scale}});
   json events = json::array();
   for (const AmpEvent& e : m->events)
-    events.push_back({{"step", e.step}, {"kind", e.kind}, {"detail", e.detail}});
+    events.push_back({{"step", e.step},
+                      {"kind", std::string(amp_event_kind_name(e.kind))},
+                      {"detail", e.detail}});
   return {{"policy", m->policy},
           {"state", m->state},
           {"dtype", m->dtype},
@@ -76,9 +78,13 @@ std::optional<MixedPrecisionSummary> mixed_precision_from(const json& epoch) {
   m.amp_step_ms = optional_from<double>(j, "amp_step_ms");
   m.fp32_loss_reference = optional_from<double>(j, "fp32_loss_reference");
   m.amp_loss = optional_from<double>(j, "amp_loss");
-  for (const json& e : j.at("events"))
-    m.events.push_back({e.at("step").get<std::int64_t>(), e.at("kind").get<std::string>(),
-                        e.at("detail").get<std::string>()});
+  for (const json& e : j.at("events")) {
+    const std::string name = e.at("kind").get<std::string>();
+    const std::optional<AmpEventKind> kind = amp_event_kind_from_name(name);
+    if (!kind) throw Error(fmt::format("unknown kind '{}' in mixed_precision.events", name));
+    m.events.push_back(
+        {e.at("step").get<std::int64_t>(), *kind, e.at("detail").get<std::string>()});
+  }
   return m;
 }
 
@@ -133,7 +139,7 @@ void mixed_precision_section(std::string& out, const EpochSummary& e) {
                    opt(m.amp_step_ms, "{:.2f} ms"), opt(m.fp32_step_ms, "{:.2f} ms"));
   }
   for (const AmpEvent& ev : m.events)
-    fmt::format_to(line, "  step {:<5} {}: {}\n", ev.step, ev.kind, ev.detail);
+    fmt::format_to(line, "  step {:<5} {}: {}\n", ev.step, amp_event_kind_name(ev.kind), ev.detail);
 }
 
 }  // namespace fathom::detail

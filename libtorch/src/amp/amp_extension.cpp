@@ -26,12 +26,6 @@ std::string lower_device_name(c10::DeviceType t) {
   return c10::DeviceTypeName(t, /*lower_case=*/true);
 }
 
-Finding* find(std::vector<Finding>& findings, std::string_view id) {
-  for (Finding& f : findings)
-    if (f.id == id) return &f;
-  return nullptr;
-}
-
 }  // namespace
 
 AmpExtension::AmpExtension(Mode mode, std::optional<c10::Device> device)
@@ -101,9 +95,10 @@ bool AmpExtension::prepare(std::string& why_not) {
 }
 
 void AmpExtension::record(AmpEvent event) {
-  if (event.kind == "enabled" || event.kind == "rolled_back" || event.kind == "not_enabled")
-    detail::warn("amp: mixed precision", "mixed precision ", event.kind, " at step ", event.step,
-                 ": ", event.detail);
+  if (event.kind == AmpEventKind::Enabled || event.kind == AmpEventKind::RolledBack ||
+      event.kind == AmpEventKind::NotEnabled)
+    detail::warn("amp: mixed precision", "mixed precision ", amp_event_kind_name(event.kind),
+                 " at step ", event.step, ": ", event.detail);
   epoch_.events.push_back(std::move(event));
 }
 
@@ -215,11 +210,11 @@ void AmpExtension::on_step_begin(std::int64_t) noexcept {
         try {
           if (!prepare(why)) {
             always_failed_ = true;
-            record({global_step_, "not_enabled", why});
+            record({global_step_, AmpEventKind::NotEnabled, why});
           }
         } catch (const std::exception& e) {
           always_failed_ = true;
-          record({global_step_, "not_enabled", e.what()});
+          record({global_step_, AmpEventKind::NotEnabled, e.what()});
         }
       }
       on = dtype_.has_value() && !always_failed_;
@@ -275,7 +270,7 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
     }
     try {
       if (std::optional<AmpEvent> ev = policy_.observe(o)) {
-        if (ev->kind == "enabled") {
+        if (ev->kind == AmpEventKind::Enabled) {
           std::string why;
           if (!prepare(why)) ev = policy_.refuse(global_step_, why);
         }
@@ -292,10 +287,9 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
 }
 
 void AmpExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept {
+  // The section is complete before the advisor runs: its mixed-precision rules (amp_advice.cpp)
+  // read what ran, what Auto did and the device, and make every finding from them.
   if (epoch_.steps_low_precision > 0 && epoch.footprint) epoch.footprint->mixed_precision = true;
-}
-
-void AmpExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept {
   try {
     MixedPrecisionSummary& m = epoch_;
     switch (options_.when()) {
@@ -322,72 +316,7 @@ void AmpExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) n
       m.fp32_loss_reference = policy_.fp32_loss_reference();
       m.amp_loss = policy_.amp_loss();
     }
-    const bool ran = m.steps_low_precision > 0;
-
-    const AmpEvent* rollback = nullptr;
-    for (const AmpEvent& ev : m.events)
-      if (ev.kind == "rolled_back") rollback = &ev;
-    if (rollback) {
-      Finding f;
-      f.id = std::string(finding_id::kMixedPrecisionRolledBack);
-      f.severity = Severity::Warning;
-      f.title = "fathom turned mixed precision back off";
-      f.evidence = {{"at step", std::to_string(rollback->step)}, {"because", rollback->detail}};
-      if (m.skipped_steps)
-        f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
-      f.why =
-          "Auto mode keeps mixed precision only while the loss stays finite and on the fp32 trend "
-          "and the "
-          "steps are not slower. Training goes on in fp32 from the current weights.";
-      f.fix =
-          "// keep fp32; or allow more drift, or force it on and inspect the loss yourself:\n"
-          "fathom::configure_amp(session, fathom::AmpOptions().tolerance(0.2));\n"
-          "fathom::configure_amp(session, "
-          "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
-      epoch.findings.push_back(std::move(f));
-    } else if (ran && mode_ >= Mode::Suggest) {
-      Evidence steps{"steps in " + m.dtype,
-                     std::to_string(m.steps_low_precision) + " of " +
-                         std::to_string(m.steps_low_precision + m.steps_fp32)};
-      if (Finding* existing = find(epoch.findings, finding_id::kMixedPrecision)) {
-        existing->applied = true;
-        existing->evidence.push_back(steps);
-      } else {
-        Finding f;
-        f.id = std::string(finding_id::kMixedPrecision);
-        f.severity = Severity::Info;
-        f.title = "fathom runs the forward pass under " + m.dtype + " autocast (mixed precision)";
-        f.evidence = {steps, {"state", m.state}};
-        if (m.skipped_steps)
-          f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
-        f.why =
-            "GEMMs and convolutions run in 16 bits (Tensor Cores on a GPU); losses and reductions "
-            "stay fp32.";
-        f.fix = options_.when() == AmpOptions::When::Always
-                    ? std::string()
-                    : "// to run it from the first step, without the warm-up:\n"
-                      "fathom::configure_amp(session, "
-                      "fathom::AmpOptions().when(fathom::AmpOptions::When::Always));";
-        f.applied = true;
-        epoch.findings.push_back(std::move(f));
-      }
-    } else if (mode_ == Mode::Suggest && !ran) {
-      const TensorCoreResult* tc =
-          epoch.gpu && epoch.gpu->gpu_activity ? &epoch.gpu->tensor_cores : nullptr;
-      if (std::optional<Finding> f =
-              mixed_precision_finding(epoch, device_, tc, environment.not_measured)) {
-        if (Finding* existing = find(epoch.findings, finding_id::kMixedPrecision)) {
-          // The GPU rules found it first: add the expected speed-up and fathom's way to enable it.
-          for (const Evidence& ev : f->evidence)
-            if (ev.name == "peak throughput" || ev.name == "device")
-              existing->evidence.push_back(ev);
-          if (existing->estimated_gain.empty()) existing->estimated_gain = f->estimated_gain;
-          existing->fix += "\n// with fathom:\n" + f->fix;
-        } else {
-          epoch.findings.push_back(std::move(*f));
-        }
-      }
-    }
+    m.device = device_;
     epoch.mixed_precision = m;
   } catch (const std::exception& e) {
     detail::warn("amp: the mixed-precision section could not be written",

@@ -1,7 +1,7 @@
 #pragma once
 // Mixed precision as a session feature: autocast around each forward phase when it is on, the
 // GradScaler behind step.scaled() / step.apply(), the Auto policy (amp_policy.h) fed at each
-// step's end, Suggest mode's finding, and the report's mixed-precision section.
+// step's end, and the report's mixed-precision section (from which the advisor makes the findings).
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <fathom/amp.h>
@@ -39,9 +39,9 @@ class AmpExtension final : public SessionExtension {
   void on_phase_begin(Phase phase) noexcept override;
   void on_phase_end(Phase phase, bool aborted) noexcept override;
   void on_step_end(std::int64_t step, bool failed) noexcept override;
-  // Marks the footprint as mixed precision before the advisor sizes the model.
+  // Writes the epoch's mixed-precision section (and marks the footprint as mixed precision)
+  // before the advisor reads them.
   void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
-  void on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept override;
 
  private:
   bool auto_policy() const noexcept {

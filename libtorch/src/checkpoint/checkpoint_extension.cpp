@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <sstream>
 
+#include "advise/advisor.h"
 #include "measure/saved_tensor_meter.h"
 #include "records/warning_sink.h"
 #include "session/session_state.h"
@@ -22,29 +22,6 @@ std::string short_type(const std::string& name) {
   std::string s = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
   if (s.size() > 4 && s.compare(s.size() - 4, 4, "Impl") == 0) s.resize(s.size() - 4);
   return s;
-}
-
-std::string bytes_text(std::int64_t b) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(1);
-  if (b >= (1LL << 30))
-    o << static_cast<double>(b) / 1073741824.0 << " GiB";
-  else if (b >= (1LL << 20))
-    o << static_cast<double>(b) / 1048576.0 << " MiB";
-  else if (b >= (1LL << 10))
-    o << static_cast<double>(b) / 1024.0 << " KiB";
-  else
-    o << b << " B";
-  return o.str();
-}
-
-std::string ms_text(double ms) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(ms < 10 ? 3 : 1);
-  o << ms << " ms";
-  return o.str();
 }
 
 constexpr auto kAggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
@@ -305,31 +282,13 @@ std::vector<std::pair<int, CheckpointPlanReport>> CheckpointExtension::choose_pl
     total += peak;
   }
   if (candidates.empty() || total <= 0) return {};
-  const std::optional<MemoryBudget>& budget = options_.checkpoint_budget();
-  std::int64_t target = 0;
-  std::string budget_text;
-  if (device_ && device_memory_bytes_) {
-    const std::int64_t limit =
-        budget ? budget->resolve(*device_memory_bytes_)
-               : static_cast<std::int64_t>(kDefaultPeakShare *
-                                           static_cast<double>(*device_memory_bytes_));
-    budget_text = budget ? memory_budget_text(*budget) : "90 % of device memory";
-    if (!step_peak || *step_peak <= limit) return {};
-    // What does not depend on the plan stays; the activations must give up the excess.
-    target = total - (*step_peak - limit);
-  } else {
-    if (!budget) return {};
-    target =
-        budget->is_fraction()
-            ? static_cast<std::int64_t>(budget->fraction_of_whole() * static_cast<double>(total))
-            : budget->byte_count();
-    // A CPU has no device memory: a fraction is of the activations without checkpointing.
-    budget_text = budget->is_fraction()
-                      ? std::to_string(std::lround(budget->fraction_of_whole() * 100)) +
-                            " % of the activations (CPU)"
-                      : memory_budget_text(*budget) + " of activations (CPU)";
-    if (total <= target) return {};
-  }
+  // Whether and how far to shrink is the advisor's decision, as for its memory findings.
+  const std::optional<ActivationTarget> goal =
+      checkpoint_activation_target(total, step_peak, device_ ? device_memory_bytes_ : std::nullopt,
+                                   options_.checkpoint_budget());
+  if (!goal) return {};
+  const std::int64_t target = goal->bytes;
+  const std::string& budget_text = goal->budget;
   std::vector<std::pair<int, CheckpointPlanReport>> out;
   for (std::size_t k = 0; k < candidates.size(); ++k) {
     // Each chain gives up its share of the excess.
@@ -471,7 +430,10 @@ void CheckpointExtension::on_step_end(std::int64_t, bool failed) noexcept {
   profiling_ = false;  // chains run between steps are not measured
 }
 
-void CheckpointExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept {
+void CheckpointExtension::on_epoch_measured(EpochSummary& epoch,
+                                            Environment& environment) noexcept {
+  // The section, plans included, is complete before the advisor makes their findings.
+  write_section(epoch, environment);
   if (!epoch.footprint) return;
   try {
     std::int64_t activation_bytes = 0, blocks = 0;
@@ -494,7 +456,7 @@ void CheckpointExtension::on_epoch_measured(EpochSummary& epoch, Environment&) n
   }
 }
 
-void CheckpointExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept {
+void CheckpointExtension::write_section(EpochSummary& epoch, Environment& environment) noexcept {
   try {
     resolve_timings(/*wait=*/true);
     if (options_.mode() >= Mode::Suggest) {
@@ -533,24 +495,6 @@ void CheckpointExtension::on_epoch_end(EpochSummary& epoch, Environment& environ
       if (c.plan) {
         CheckpointPlanReport p = *c.plan;
         if (epoch.step_ms_mean() > 0) p.step_overhead = p.recompute_ms / epoch.step_ms_mean();
-        Finding f;
-        f.id = "memory.activation_checkpointing";
-        f.severity = p.feasible ? Severity::Warning : Severity::Critical;
-        f.title =
-            (p.applied ? "fathom checkpoints activations of " : "Checkpoint activations of ") +
-            c.label;
-        f.evidence = {
-            {"activation peak without checkpointing", bytes_text(p.unconstrained_peak_bytes)},
-            {"activation budget", bytes_text(p.budget_bytes) + " (" + p.budget + ")"},
-            {"predicted activation peak", bytes_text(p.predicted_peak_bytes)},
-            {"recompute per step", ms_text(p.recompute_ms)}};
-        f.why = p.message;
-        f.estimated_gain = bytes_text(std::max<std::int64_t>(
-                               0, p.unconstrained_peak_bytes - p.predicted_peak_bytes)) +
-                           " less activation memory";
-        f.fix = p.code;
-        f.applied = p.applied;
-        epoch.findings.push_back(std::move(f));
         m.plans.push_back(std::move(p));
       }
     }

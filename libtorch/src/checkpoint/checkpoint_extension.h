@@ -43,8 +43,6 @@ class Module;
 namespace fathom::detail {
 
 inline constexpr std::int64_t kProfiledSteps = 3;
-// Auto acts above this share of device memory when no budget is set (the advisor's threshold).
-inline constexpr double kDefaultPeakShare = 0.9;
 
 class CheckpointExtension final : public SessionExtension {
  public:
@@ -115,9 +113,9 @@ class CheckpointExtension final : public SessionExtension {
   void on_phase_begin(Phase phase) noexcept override;
   void on_phase_end(Phase phase, bool aborted) noexcept override;
   void on_step_end(std::int64_t step, bool failed) noexcept override;
-  // The footprint's activation bytes and checkpointing flag, before the advisor sizes the model.
+  // The per-module section with Suggest's plans (the advisor makes their findings), then the
+  // footprint's activation bytes and checkpointing flag, before the advisor sizes the model.
   void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
-  void on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept override;
 
  private:
   struct BlockStats {
@@ -160,6 +158,8 @@ class CheckpointExtension final : public SessionExtension {
                                   const std::string& budget_text, bool apply) const;
   std::string plan_code(const Chain& c, const std::vector<CheckpointSegment>& segments) const;
   void resolve_timings(bool wait) noexcept;
+  // The epoch's ModuleReport: measurements, plans (Suggest plans them here), out-of-memory events.
+  void write_section(EpochSummary& epoch, Environment& environment) noexcept;
   std::optional<std::int64_t> allocator_peak() const noexcept;
 
   Options options_;

@@ -126,16 +126,10 @@ class DistributedExtension final : public SessionExtension {
         unreadable.push_back({r, e.what()});
       }
     }
+    // The wait is known before the merge, so the merge's findings carry it.
+    const MergeWait wait{g.waited_ms, static_cast<std::int64_t>(exchange_->timeout().count())};
     JobEpoch merged =
-        merge_rank_summaries(epoch, rank_.world_size, std::move(all), std::move(unreadable));
-    merged.waited_ms = g.waited_ms;
-    for (Finding& f : merged.findings) {
-      if (f.id != "distributed.missing_ranks") continue;
-      for (Evidence& ev : f.evidence)
-        if (ev.name == "rank 0 waited")
-          ev.value = std::to_string(static_cast<long long>(g.waited_ms)) + " ms (timeout " +
-                     std::to_string(exchange_->timeout().count()) + " ms)";
-    }
+        merge_rank_summaries(epoch, rank_.world_size, std::move(all), std::move(unreadable), wait);
     job_.epochs.push_back(std::move(merged));
     try {
       write_file_atomically(job_path_, format_job_json(job_));

@@ -21,11 +21,12 @@ class SessionExtension {
   virtual void on_phase_begin(Phase /*phase*/) noexcept {}
   virtual void on_phase_end(Phase /*phase*/, bool /*aborted*/) noexcept {}
   virtual void on_step_end(std::int64_t /*step*/, bool /*failed*/) noexcept {}
-  // Adds what the feature measured to the epoch (sections such as the GPU summary,
-  // not-measured entries) before the advisor reads it.
+  // Adds what the feature measured and what it did to the epoch as typed sections (the GPU
+  // summary, mixed precision with Auto's events, the module report with its plans; not-measured
+  // entries) before the advisor reads it. The advisor makes every finding from those sections.
   virtual void on_epoch_measured(EpochSummary& /*epoch*/, Environment& /*environment*/) noexcept {}
-  // Adds what the feature did (its own findings, `applied` flags on the advisor's findings)
-  // after the advisor ran and before the report is written.
+  // Reads the finished epoch, findings included, before the report is written (the distributed
+  // merge sends it to rank 0); it adds or edits no finding.
   virtual void on_epoch_end(EpochSummary& /*epoch*/, Environment& /*environment*/) noexcept {}
 };
 

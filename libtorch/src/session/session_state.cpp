@@ -118,7 +118,8 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     // and retries and OOMs counted once even where phases nest.
     if (epoch_memory) summary.device_memory = epoch_memory;
     for (auto& e : extensions_) e->on_epoch_measured(summary, report_.environment);
-    if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, report_.environment);
+    if (options_.mode() >= Mode::Suggest)
+      summary.findings = advise(summary, report_.environment, report_.environment.not_measured);
     for (auto& e : extensions_) e->on_epoch_end(summary, report_.environment);
     // Findings also land on the timeline, at the epoch's end, where Nsight Systems shows them.
     if (phase_ranges()) {
