@@ -15,6 +15,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "session_access.h"
 #include "session_state.h"
 
 namespace fathom {
@@ -287,8 +288,8 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
   ++global_step_;
 }
 
-void AmpExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept {
-  if (epoch_.steps_low_precision > 0 && epoch.footprint) epoch.footprint->mixed_precision = true;
+void AmpExtension::on_footprint(FootprintParts& parts, Environment&) noexcept {
+  parts.mixed_precision = epoch_.steps_low_precision > 0;
 }
 
 void AmpExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) noexcept {
@@ -397,7 +398,7 @@ void AmpExtension::on_epoch_end(EpochSummary& epoch, Environment& environment) n
 
 namespace {
 detail::AmpExtension* amp_of(detail::SessionState* state) noexcept {
-  return state ? state->extension<detail::AmpExtension>() : nullptr;
+  return state ? state->extensions().amp : nullptr;
 }
 }  // namespace
 
@@ -421,11 +422,12 @@ void StepScope::unscale(torch::optim::Optimizer& optimizer) {
 }
 
 void configure_amp(Session& session, const AmpOptions& options) {
-  if (detail::AmpExtension* amp = amp_of(session.internal_state())) amp->configure(options);
+  if (detail::AmpExtension* amp = amp_of(detail::SessionAccess::state(session)))
+    amp->configure(options);
 }
 
 GradScaler* session_grad_scaler(Session& session) noexcept {
-  detail::AmpExtension* amp = amp_of(session.internal_state());
+  detail::AmpExtension* amp = amp_of(detail::SessionAccess::state(session));
   return amp ? amp->scaler() : nullptr;
 }
 
