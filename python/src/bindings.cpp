@@ -1,10 +1,9 @@
 // fathom._C: the Python front end of the same engine the C++ scopes drive.
 //
-// Python's `with` hands the scope its exception in __exit__ instead of unwinding C++ frames, so
-// the stack-only C++ scopes (which read std::uncaught_exceptions()) cannot be held here. These
-// classes drive the session state exactly as PhaseScope, StepScope and EpochScope do
-// (libtorch/src/session/session.cpp), passing Python's exception as the aborted/failed flag: the
-// same records, the same NVTX ranges, the same JSON report.
+// The Python scopes hold fathom's own public scopes (fathom/session.h): the same code opens and
+// ends every epoch, step and phase, with the same records, NVTX ranges and JSON report. Python's
+// `with` hands the scope its exception in __exit__ instead of unwinding C++ frames, so __exit__
+// tells the scope with fail() before ending it. Only the public API is used here.
 #include <fathom/amp.h>
 #include <fathom/error.h>
 #include <fathom/options.h>
@@ -15,22 +14,15 @@
 #include <torch/version.h>
 
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "amp/amp_extension.h"
-#include "collect/clock.h"
-#include "collect/nvtx.h"
-#include "session/copy_record.h"
-#include "session/session_state.h"
 
 namespace py = pybind11;
 
 namespace fathom::python {
 namespace {
-
-using detail::SessionState;
 
 template <typename T>
 T parse_name(const std::string& value, const char* what, std::string_view (*name_of)(T) noexcept,
@@ -65,15 +57,47 @@ Options make_options(std::optional<std::string> report_dir, std::optional<std::s
 
 enum class ScopeState { Fresh, Open, Closed };
 
-// Owns the C++ Session. Scopes keep their Python session alive (py::keep_alive) and ask it for
-// the state at every call, so a scope used after close() is a no-op, never a dangling pointer.
+// One of fathom's scopes, held by a Python object from __enter__ to __exit__. The C++ scopes are
+// stack-only so that C++ ends them in order; here the Python classes below check the order
+// instead, and the scope is built in place from the prvalue fathom returns (no copy, no move).
+template <typename Scope>
+class Held {
+ public:
+  Held() = default;
+  ~Held() { close(/*failed=*/false); }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+
+  template <typename Make>
+  void open(Make&& make) {
+    ::new (static_cast<void*>(bytes_)) Scope(make());
+    open_ = true;
+  }
+  Scope* get() noexcept { return open_ ? std::launder(reinterpret_cast<Scope*>(bytes_)) : nullptr; }
+  void close(bool failed) noexcept {
+    Scope* scope = get();
+    if (!scope) return;
+    if constexpr (requires { scope->fail(); }) {
+      if (failed) scope->fail();
+    }
+    open_ = false;
+    scope->~Scope();
+  }
+
+ private:
+  alignas(Scope) unsigned char bytes_[sizeof(Scope)];
+  bool open_ = false;
+};
+
+// Owns the C++ Session. Scopes keep their Python session alive (py::keep_alive); close() refuses
+// while one holds a C++ scope, and scopes opened after it hold none: a scope used after close()
+// is a no-op, never a dangling pointer.
 class PySession {
  public:
   explicit PySession(Options options) : session_(std::make_unique<Session>(std::move(options))) {}
 
-  SessionState* state() const noexcept { return session_ ? session_->internal_state() : nullptr; }
   Session* session() const noexcept { return session_.get(); }
-  bool active() const noexcept { return state() != nullptr; }
+  bool active() const noexcept { return session_ && session_->active(); }
   const Options& options() const { return session_ ? session_->options() : closed_options_; }
   std::string report_path() const {
     return session_ ? session_->report_path() : closed_report_path_;
@@ -91,6 +115,8 @@ class PySession {
     if (!session_) return;
     if (open_epoch)
       throw Error("close() inside an open epoch: leave the `with session.epoch()` block first");
+    if (open_step || open_phases > 0)
+      throw Error("close() inside an open step or phase: leave its `with` block first");
     closed_options_ = session_->options();
     closed_report_ = session_->report();
     closed_report_path_ = session_->report_path();
@@ -100,6 +126,7 @@ class PySession {
 
   bool open_epoch = false;
   bool open_step = false;
+  int open_phases = 0;
 
  private:
   std::unique_ptr<Session> session_;
@@ -121,33 +148,43 @@ bool leave(ScopeState& s) {
   return true;
 }
 
-class PyStep;
-
-class PyPhase {
+class PyEpoch {
  public:
-  PyPhase(PySession* owner, PyStep* step, Phase phase)
-      : owner_(owner), step_(step), phase_(phase) {}
-  PyPhase* enter();
+  explicit PyEpoch(PySession* owner) : owner_(owner) {}
+  PyEpoch* enter() {
+    if (owner_->open_epoch)
+      throw Error(
+          "an epoch inside an epoch: leave the previous `with session.epoch()` block first");
+    enter_once(state_, "epoch");
+    owner_->open_epoch = true;
+    if (Session* s = owner_->session()) {
+      scope_ = std::make_unique<Held<EpochScope>>();
+      scope_->open([&] { return s->epoch(); });
+    }
+    return this;
+  }
   bool exit(const py::object& exc_type, const py::object&, const py::object&) {
     if (!leave(state_)) return false;
-    if (SessionState* s = owner_->state())
-      s->end_phase(phase_, begin_ns_, device_slot_, /*aborted=*/!exc_type.is_none());
+    owner_->open_epoch = false;
+    if (scope_) {
+      py::gil_scoped_release release;  // waits for device events and writes the report
+      scope_->close(/*failed=*/!exc_type.is_none());
+    }
     return false;
   }
-  std::string_view name() const { return phase_name(phase_); }
+  EpochScope* scope() noexcept { return scope_ ? scope_->get() : nullptr; }
+  PySession* owner() const noexcept { return owner_; }
 
  private:
   PySession* owner_;
-  PyStep* step_;
-  Phase phase_;
   ScopeState state_ = ScopeState::Fresh;
-  std::int64_t begin_ns_ = 0;
-  int device_slot_ = -1;
+  std::unique_ptr<Held<EpochScope>> scope_;  // while open, in a session not closed
 };
 
 class PyStep {
  public:
-  PyStep(PySession* owner, std::int64_t samples) : owner_(owner), samples_(samples) {}
+  PyStep(PyEpoch* epoch, std::int64_t samples)
+      : owner_(epoch->owner()), epoch_(epoch), samples_(samples) {}
 
   PyStep* enter() {
     if (!owner_->open_epoch)
@@ -158,133 +195,105 @@ class PyStep {
       throw Error("a step inside a step: leave the previous `with e.step()` block first");
     enter_once(state_, "step");
     owner_->open_step = true;
-    if (SessionState* s = owner_->state()) {
-      s->begin_step();
-      begin_ns_ = now_ns();
+    if (EpochScope* e = epoch_->scope()) {
+      scope_ = std::make_unique<Held<StepScope>>();
+      scope_->open([&] { return e->step(samples_); });
     }
     return this;
   }
   bool exit(const py::object& exc_type, const py::object&, const py::object&) {
     if (!leave(state_)) return false;
     owner_->open_step = false;
-    if (SessionState* s = owner_->state())
-      s->end_step(begin_ns_, samples_, /*failed=*/!exc_type.is_none());
+    if (scope_) scope_->close(/*failed=*/!exc_type.is_none());
     return false;
   }
   bool is_open() const noexcept { return state_ == ScopeState::Open; }
+  StepScope* scope() noexcept { return scope_ ? scope_->get() : nullptr; }
+  PySession* owner() const noexcept { return owner_; }
 
-  PyPhase phase(Phase p) { return PyPhase(owner_, this, p); }
-
-  // As StepScope::loss: Auto mode's mixed-precision policy watches the loss it is given.
+  // StepScope::loss: Auto mode's mixed-precision policy watches the loss it is given.
   void loss(const at::Tensor& loss) {
     if (!is_open())
       throw Error("step.loss() outside its step: call it inside `with e.step(n) as step:`");
-    if (SessionState* s = owner_->state())
-      if (auto* amp = s->extension<detail::AmpExtension>()) amp->loss(loss);
+    if (StepScope* s = scope()) s->loss(loss);
   }
 
-  // As StepScope::to_device: t.to(device, non_blocking) inside a copy phase, with its record.
+  // StepScope::to_device: t.to(device, non_blocking) inside a copy phase, with its record.
   at::Tensor to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
     if (!is_open())
       throw Error("step.to_device() outside its step: call it inside `with e.step(n) as step:`");
-    SessionState* s = owner_->state();
+    StepScope* s = scope();
     if (!s) return t.to(device, non_blocking);
-    PyPhase copy(owner_, this, Phase::Copy);
-    copy.enter();
-    std::int64_t begin = 0, end = 0;
-    at::Tensor out;
-    try {
-      py::gil_scoped_release release;
-      begin = now_ns();
-      out = t.to(device, non_blocking);
-      end = now_ns();
-    } catch (...) {
-      copy.exit(py::bool_(true), py::none(), py::none());
-      throw;
-    }
-    copy.exit(py::none(), py::none(), py::none());
-    if (auto r = detail::copy_record_of(t, out, non_blocking, begin, end, s->step_index()))
-      s->add_copy(*r);
-    return out;
+    py::gil_scoped_release release;
+    return s->to_device(t, device, non_blocking);
   }
 
  private:
   PySession* owner_;
+  PyEpoch* epoch_;  // kept alive by py::keep_alive
   std::int64_t samples_;
   ScopeState state_ = ScopeState::Fresh;
-  std::int64_t begin_ns_ = 0;
+  std::unique_ptr<Held<StepScope>> scope_;
 };
 
-PyPhase* PyPhase::enter() {
-  if (!step_->is_open())
-    throw Error(std::string(phase_name(phase_)) +
-                "() phase outside its step: enter it inside `with e.step(n) as step:`");
-  enter_once(state_, "phase");
-  if (SessionState* s = owner_->state()) {
-    device_slot_ = s->begin_phase(phase_);
-    begin_ns_ = now_ns();
-  }
-  return this;
-}
-
-class PyEpoch {
+class PyPhase {
  public:
-  explicit PyEpoch(PySession* owner) : owner_(owner) {}
-  PyEpoch* enter() {
-    if (owner_->open_epoch)
-      throw Error(
-          "an epoch inside an epoch: leave the previous `with session.epoch()` block first");
-    enter_once(state_, "epoch");
-    owner_->open_epoch = true;
-    if (SessionState* s = owner_->state()) s->begin_epoch();
+  PyPhase(PyStep* step, Phase phase) : step_(step), phase_(phase) {}
+  PyPhase* enter() {
+    if (!step_->is_open())
+      throw Error(std::string(phase_name(phase_)) +
+                  "() phase outside its step: enter it inside `with e.step(n) as step:`");
+    enter_once(state_, "phase");
+    if (StepScope* s = step_->scope()) {
+      scope_ = std::make_unique<Held<PhaseScope>>();
+      scope_->open([&] { return s->phase(phase_); });
+      ++step_->owner()->open_phases;
+    }
     return this;
   }
   bool exit(const py::object& exc_type, const py::object&, const py::object&) {
     if (!leave(state_)) return false;
-    owner_->open_epoch = false;
-    if (SessionState* s = owner_->state()) {
-      const bool by_exception = !exc_type.is_none();
-      py::gil_scoped_release release;  // waits for device events and writes the report
-      s->end_epoch(by_exception);
+    if (scope_) {
+      scope_->close(/*failed=*/!exc_type.is_none());
+      scope_.reset();
+      --step_->owner()->open_phases;
     }
     return false;
   }
-  PyStep step(std::int64_t samples) { return PyStep(owner_, samples); }
+  std::string_view name() const { return phase_name(phase_); }
 
  private:
-  PySession* owner_;
+  PyStep* step_;  // kept alive by py::keep_alive
+  Phase phase_;
   ScopeState state_ = ScopeState::Fresh;
+  std::unique_ptr<Held<PhaseScope>> scope_;
 };
 
 // A module's NVTX range, opened by a forward pre-hook and closed by a forward hook registered with
-// always_call=True (so an exception in forward still closes it). A per-thread stack remembers
-// whether each enter pushed, so a session that ends between the two hooks cannot unbalance it.
+// always_call=True (so an exception in forward still closes it): a fathom::ModuleScope, held on a
+// per-thread stack between the two hooks. The scope decides whether to push (a session with
+// module ranges has an epoch or step open on this thread) and remembers it, so a session that
+// ends between the two hooks cannot unbalance the ranges.
 class ModuleRange {
  public:
-  explicit ModuleRange(const std::string& label)
-      : label_(label), name_(nvtx::register_name(label)) {}
-  void enter() noexcept {
-    SessionState* s = SessionState::active.load(std::memory_order_relaxed);
-    const bool push = s && s->module_ranges();
-    if (push) nvtx::push(nvtx::Kind::Module, name_);
-    pushed().push_back(push);
+  explicit ModuleRange(const std::string& label) : label_(label) {}
+  void enter() {
+    auto range = std::make_unique<Held<ModuleScope>>();
+    range->open([&] { return ModuleScope(std::string_view(label_)); });
+    open().push_back(std::move(range));
   }
   void exit() noexcept {
-    auto& stack = pushed();
-    if (stack.empty()) return;
-    const bool was_pushed = stack.back();
-    stack.pop_back();
-    if (was_pushed) nvtx::pop();
+    auto& stack = open();
+    if (!stack.empty()) stack.pop_back();
   }
   const std::string& label() const noexcept { return label_; }
 
  private:
-  static std::vector<char>& pushed() {
-    thread_local std::vector<char> stack;
+  static std::vector<std::unique_ptr<Held<ModuleScope>>>& open() {
+    thread_local std::vector<std::unique_ptr<Held<ModuleScope>>> stack;
     return stack;
   }
   std::string label_;
-  nvtx::Name name_;
 };
 
 // Python loops step their own optimizers, so fathom cannot scale an fp16 loss for them: Auto mode
@@ -346,15 +355,17 @@ PYBIND11_MODULE(_C, m) {
       .def("__enter__", &PyStep::enter, py::return_value_policy::reference)
       .def("__exit__", &PyStep::exit)
       .def(
-          "data", [](PyStep& s) { return s.phase(Phase::Data); }, py::keep_alive<0, 1>())
+          "data", [](PyStep& s) { return PyPhase(&s, Phase::Data); }, py::keep_alive<0, 1>())
       .def(
-          "copy", [](PyStep& s) { return s.phase(Phase::Copy); }, py::keep_alive<0, 1>())
+          "copy", [](PyStep& s) { return PyPhase(&s, Phase::Copy); }, py::keep_alive<0, 1>())
       .def(
-          "forward", [](PyStep& s) { return s.phase(Phase::Forward); }, py::keep_alive<0, 1>())
+          "forward", [](PyStep& s) { return PyPhase(&s, Phase::Forward); }, py::keep_alive<0, 1>())
       .def(
-          "backward", [](PyStep& s) { return s.phase(Phase::Backward); }, py::keep_alive<0, 1>())
+          "backward", [](PyStep& s) { return PyPhase(&s, Phase::Backward); },
+          py::keep_alive<0, 1>())
       .def(
-          "optimizer", [](PyStep& s) { return s.phase(Phase::Optimizer); }, py::keep_alive<0, 1>())
+          "optimizer", [](PyStep& s) { return PyPhase(&s, Phase::Optimizer); },
+          py::keep_alive<0, 1>())
       .def(
           "phase",
           [](PyStep& s, const std::string& name) {
@@ -362,7 +373,7 @@ PYBIND11_MODULE(_C, m) {
             if (!p)
               throw Error("phase '" + name +
                           "' is not one of: data, copy, forward, backward, optimizer");
-            return s.phase(*p);
+            return PyPhase(&s, *p);
           },
           py::arg("name"), py::keep_alive<0, 1>())
       .def("loss", &PyStep::loss, py::arg("loss"),
@@ -379,8 +390,10 @@ PYBIND11_MODULE(_C, m) {
   py::class_<PyEpoch>(m, "Epoch")
       .def("__enter__", &PyEpoch::enter, py::return_value_policy::reference)
       .def("__exit__", &PyEpoch::exit)
-      .def("step", &PyEpoch::step, py::arg("samples") = 0, py::keep_alive<0, 1>(),
-           "a step of this epoch; samples: the batch size, for throughput");
+      .def(
+          "step", [](PyEpoch& e, std::int64_t samples) { return PyStep(&e, samples); },
+          py::arg("samples") = 0, py::keep_alive<0, 1>(),
+          "a step of this epoch; samples: the batch size, for throughput");
 
   py::class_<PySession>(m, "Session")
       .def(py::init([](std::optional<std::string> report_dir, std::optional<std::string> run_name,

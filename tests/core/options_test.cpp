@@ -45,6 +45,19 @@ TEST(Options, BadValueNamesVariableAndAcceptedValues) {
   }
 }
 
+TEST(Options, TheAutogradHookIsOnUnlessTurnedOff) {
+  EXPECT_TRUE(Options().autograd_hook());
+  EXPECT_FALSE(Options().autograd_hook(false).autograd_hook());
+  {
+    ScopedEnv off("FATHOM_AUTOGRAD_HOOK", "off");
+    EXPECT_FALSE(Options().with_env().autograd_hook());
+  }
+  ScopedEnv on("FATHOM_AUTOGRAD_HOOK", "on");
+  EXPECT_TRUE(Options().autograd_hook(false).with_env().autograd_hook());
+  ScopedEnv bad("FATHOM_AUTOGRAD_HOOK", "sometimes");
+  EXPECT_THROW((void)Options().with_env(), Error);
+}
+
 TEST(Options, BadSwitchValue) {
   ScopedEnv cupti("FATHOM_CUPTI", "maybe");
   EXPECT_THROW((void)Options().with_env(), Error);

@@ -190,5 +190,27 @@ TEST_F(SessionTest, OtherErrorsPassThroughUntouched) {
   EXPECT_EQ(runs, 1);
 }
 
+TEST_F(SessionTest, TheGuardRecordsIntoTheSessionOfItsEpochNotTheNewestOne) {
+  Session first(Options().report_dir(dir()).run_name("first").print_report(false));
+  Loop loop;
+  first.watch(*loop.model);
+  // A second session, newer and with an epoch open too, must not take the first one's step over.
+  Session second(Options().report_dir(dir()).run_name("second").print_report(false));
+  {
+    auto e1 = first.epoch();
+    auto e2 = second.epoch();
+    EXPECT_THROW((void)guarded_step(e1, 16, loop.body(Phase::Backward), &loop.optimizer),
+                 c10::OutOfMemoryError);
+  }
+  const ModuleReport& m = modules_of(first);
+  ASSERT_EQ(m.out_of_memory.size(), 1u);
+  EXPECT_EQ(m.out_of_memory[0].module, "");  // backward: no block runs
+  EXPECT_EQ(m.out_of_memory[0].phase, Phase::Backward);
+  ASSERT_EQ(m.modules.size(), 8u);  // the chain ran in the first session's step
+  ASSERT_EQ(second.report().epochs.size(), 1u);
+  EXPECT_FALSE(second.report().epochs[0].modules.has_value());
+  EXPECT_EQ(second.report().epochs[0].steps, 0);
+}
+
 }  // namespace
 }  // namespace fathom

@@ -70,6 +70,17 @@ class Options {
   }
   bool cupti() const noexcept { return cupti_; }
 
+  // Measure the bytes each block saves for backward (the checkpoint planner's input). fathom sees
+  // saved tensors through a hook on LibTorch's autograd engine, which it installs at the first
+  // fathom::forward / fathom::block call of a profiled step; once installed it stays for the
+  // process (README, "The autograd-engine hook"). Off: LibTorch's engine is left alone and the
+  // report says activation bytes were not measured. FATHOM_AUTOGRAD_HOOK=on|off.
+  Options& autograd_hook(bool v) {
+    autograd_hook_ = v;
+    return *this;
+  }
+  bool autograd_hook() const noexcept { return autograd_hook_; }
+
   // Also write every GPU activity record CUPTI delivers (kernels, copies, runtime calls, ops, the
   // phase and step annotations) to this file, JSON lines, gzip-compressed when the name ends in
   // .gz: for `fathom analyze`, and as fixtures that replay a real GPU run in CPU tests. Empty:
@@ -118,6 +129,7 @@ class Options {
   NvtxLevel nvtx_ = NvtxLevel::Modules;
   bool record_shapes_ = false;
   bool cupti_ = true;
+  bool autograd_hook_ = true;
   std::string record_activity_;
   bool print_report_ = true;
   std::optional<MemoryBudget> checkpoint_budget_;

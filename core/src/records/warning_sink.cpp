@@ -64,6 +64,7 @@ void swallowed(const char* where) noexcept {
     warn_line(where, std::string("an unexpected failure was ignored in ") + where +
                          " (training goes on; what it measured may be missing)");
   } catch (...) {
+    // No memory for the sentence: the count taken above is what remains, and is reported.
   }
 }
 

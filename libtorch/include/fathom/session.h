@@ -43,7 +43,8 @@ namespace fathom {
 
 namespace detail {
 class SessionState;
-}
+class SessionAccess;  // fathom's own code reaches the state through it (hooks/src)
+}  // namespace detail
 
 #define FATHOM_STACK_ONLY(Type)                    \
   Type(const Type&) = delete;                      \
@@ -59,6 +60,10 @@ class [[nodiscard]] PhaseScope {
   ~PhaseScope();
   FATHOM_STACK_ONLY(PhaseScope);
 
+  // Counts the phase as aborted when it ends even if no exception leaves it: for an error the
+  // body caught, or a binding whose scopes learn of the error by a call (Python's __exit__).
+  void fail() noexcept { failed_ = true; }
+
  private:
   friend class StepScope;
   PhaseScope(detail::SessionState* state, Phase phase) noexcept;
@@ -67,6 +72,7 @@ class [[nodiscard]] PhaseScope {
   std::int64_t begin_ns_ = 0;
   int exceptions_at_begin_ = 0;
   int device_slot_ = -1;
+  bool failed_ = false;
 };
 
 // One training step. Ends (and is counted) when it leaves scope, also by an exception.
@@ -96,13 +102,18 @@ class [[nodiscard]] StepScope {
   bool apply(torch::optim::Optimizer& optimizer);
   void unscale(torch::optim::Optimizer& optimizer);
 
+  // Counts the step as failed when it ends even if no exception leaves it (see PhaseScope::fail).
+  void fail() noexcept { failed_ = true; }
+
  private:
   friend class EpochScope;
+  friend class detail::SessionAccess;
   StepScope(detail::SessionState* state, std::int64_t samples) noexcept;
   detail::SessionState* state_;
   std::int64_t begin_ns_ = 0;
   std::int64_t samples_ = 0;
   int exceptions_at_begin_ = 0;
+  bool failed_ = false;
 };
 
 // One epoch. Its end writes the report (also when an exception ends it).
@@ -114,11 +125,16 @@ class [[nodiscard]] EpochScope {
   // samples: the batch size, for throughput.
   StepScope step(std::int64_t samples = 0) noexcept { return StepScope(state_, samples); }
 
+  // Counts the epoch as ended by an exception even if none leaves it (see PhaseScope::fail).
+  void fail() noexcept { failed_ = true; }
+
  private:
   friend class Session;
+  friend class detail::SessionAccess;
   explicit EpochScope(detail::SessionState* state) noexcept;
   detail::SessionState* state_;
   int exceptions_at_begin_ = 0;
+  bool failed_ = false;
 };
 
 // A module's range, for blocks the user calls by hand (ModuleList items, custom blocks).
@@ -160,10 +176,8 @@ class Session {
   // Where the JSON report is written (empty when fathom is off).
   std::string report_path() const;
 
-  // For fathom's own features and tests (libtorch/src); not a stable API.
-  detail::SessionState* internal_state() const noexcept;
-
  private:
+  friend class detail::SessionAccess;
   std::unique_ptr<detail::SessionState> state_;  // null when fathom is off
   Options off_options_;
 };

@@ -16,6 +16,7 @@
 #include "collect/clock.h"
 #include "collect/host_info.h"
 #include "records/warning_sink.h"
+#include "session/session_access.h"
 #include "session/session_state.h"
 
 namespace fathom {
@@ -286,10 +287,13 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
   ++global_step_;
 }
 
+void AmpExtension::on_footprint(FootprintParts& parts, Environment&) noexcept {
+  parts.mixed_precision = epoch_.steps_low_precision > 0;
+}
+
 void AmpExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept {
   // The section is complete before the advisor runs: its mixed-precision rules (amp_advice.cpp)
   // read what ran, what Auto did and the device, and make every finding from them.
-  if (epoch_.steps_low_precision > 0 && epoch.footprint) epoch.footprint->mixed_precision = true;
   try {
     MixedPrecisionSummary& m = epoch_;
     switch (options_.when()) {
@@ -331,7 +335,7 @@ void AmpExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept
 
 namespace {
 detail::AmpExtension* amp_of(detail::SessionState* state) noexcept {
-  return state ? state->extension<detail::AmpExtension>() : nullptr;
+  return state ? state->extensions().amp : nullptr;
 }
 }  // namespace
 
@@ -355,11 +359,12 @@ void StepScope::unscale(torch::optim::Optimizer& optimizer) {
 }
 
 void configure_amp(Session& session, const AmpOptions& options) {
-  if (detail::AmpExtension* amp = amp_of(session.internal_state())) amp->configure(options);
+  if (detail::AmpExtension* amp = amp_of(detail::SessionAccess::state(session)))
+    amp->configure(options);
 }
 
 GradScaler* session_grad_scaler(Session& session) noexcept {
-  detail::AmpExtension* amp = amp_of(session.internal_state());
+  detail::AmpExtension* amp = amp_of(detail::SessionAccess::state(session));
   return amp ? amp->scaler() : nullptr;
 }
 

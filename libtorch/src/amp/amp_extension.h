@@ -39,8 +39,9 @@ class AmpExtension final : public SessionExtension {
   void on_phase_begin(Phase phase) noexcept override;
   void on_phase_end(Phase phase, bool aborted) noexcept override;
   void on_step_end(std::int64_t step, bool failed) noexcept override;
-  // Writes the epoch's mixed-precision section (and marks the footprint as mixed precision)
-  // before the advisor reads them.
+  // The footprint's mixed-precision flag, for the advisor's sizing of the model.
+  void on_footprint(FootprintParts& parts, Environment& environment) noexcept override;
+  // Writes the epoch's mixed-precision section before the advisor reads it.
   void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
 
  private:

@@ -48,14 +48,29 @@ std::string segments_text(const std::vector<CheckpointSegment>& segments) {
 CheckpointExtension::CheckpointExtension(const Options& options, std::optional<c10::Device> device,
                                          std::optional<std::int64_t> device_memory_bytes)
     : options_(options), device_(device), device_memory_bytes_(device_memory_bytes) {
-  capture_available_ = SavedTensorCapture::available(&capture_unavailable_why_);
+  if (!options_.autograd_hook()) {
+    capture_ = Capture::Off;
+    capture_unavailable_why_ = kAutogradHookOff;
+  } else {
+    capture_unavailable_why_ = "no chain ran in the first " + std::to_string(kProfiledSteps) +
+                               " steps of an epoch, where fathom measures them";
+  }
+}
+
+// The engine hook goes in at the first profiled chain, not with the session: it replaces
+// LibTorch's autograd engine for the rest of the process.
+bool CheckpointExtension::capture_ready() noexcept {
+  if (capture_ == Capture::NotYet)
+    capture_ = SavedTensorCapture::available(&capture_unavailable_why_) ? Capture::On
+                                                                        : Capture::Unavailable;
+  return capture_ == Capture::On;
 }
 
 CheckpointExtension::~CheckpointExtension() = default;
 
 CheckpointExtension* CheckpointExtension::active() noexcept {
-  SessionState* s = SessionState::active.load(std::memory_order_relaxed);
-  return s ? s->extension<CheckpointExtension>() : nullptr;
+  SessionState* s = SessionState::current();
+  return s ? s->extensions().checkpoint : nullptr;
 }
 
 void CheckpointExtension::watch(const torch::nn::Module& model) {
@@ -388,8 +403,9 @@ void CheckpointExtension::on_epoch_begin(std::int64_t) noexcept {
 
 void CheckpointExtension::on_step_begin(std::int64_t step) noexcept {
   step_ = step;
-  profiling_ = capture_available_ && step < kProfiledSteps;
-  if (profiling_) ++profiled_steps_;
+  // Whether saved tensors can be seen is known at the step's first chain (capture_ready).
+  profiling_ =
+      capture_ != Capture::Off && capture_ != Capture::Unavailable && step < kProfiledSteps;
   registered_next_ = 0;
   optimizer_started_ = false;
   phase_.reset();
@@ -427,6 +443,7 @@ void CheckpointExtension::on_step_end(std::int64_t, bool failed) noexcept {
     detail::warn("checkpoint: checkpoint planning failed",
                  "checkpoint planning failed: ", e.what());
   }
+  if (profiling_ && capture_ == Capture::On) ++profiled_steps_;
   profiling_ = false;  // chains run between steps are not measured
 }
 
@@ -434,7 +451,9 @@ void CheckpointExtension::on_epoch_measured(EpochSummary& epoch,
                                             Environment& environment) noexcept {
   // The section, plans included, is complete before the advisor makes their findings.
   write_section(epoch, environment);
-  if (!epoch.footprint) return;
+}
+
+void CheckpointExtension::on_footprint(FootprintParts& parts, Environment&) noexcept {
   try {
     std::int64_t activation_bytes = 0, blocks = 0;
     bool checkpointing = false;
@@ -446,10 +465,11 @@ void CheckpointExtension::on_epoch_measured(EpochSummary& epoch,
       }
       checkpointing = checkpointing || (c.plan && c.plan->applied);
     }
-    MemoryFootprint& f = *epoch.footprint;
-    if (f.activation_bytes == 0) f.activation_bytes = activation_bytes;
-    if (blocks > 0) f.checkpointable_blocks = blocks;
-    f.checkpointing = f.checkpointing || checkpointing;
+    ActivationBytes a;
+    a.saved_bytes = activation_bytes;
+    if (blocks > 0) a.checkpointable_blocks = blocks;
+    a.checkpointing = checkpointing;
+    parts.activations = a;
   } catch (const std::exception& e) {
     detail::warn("checkpoint: activation bytes not added to the footprint",
                  "activation bytes not added to the footprint: ", e.what());
@@ -465,7 +485,7 @@ void CheckpointExtension::write_section(EpochSummary& epoch, Environment& enviro
     }
     ModuleReport m;
     m.source =
-        capture_available_
+        capture_ == Capture::On
             ? "saved-tensor hooks on fathom's autograd engine, deduplicated by storage; forward "
               "time by host clock" +
                   std::string(device_ ? " and device events" : "")
@@ -499,7 +519,8 @@ void CheckpointExtension::write_section(EpochSummary& epoch, Environment& enviro
       }
     }
     m.out_of_memory = out_of_memory_;
-    if (!capture_available_)
+    // Turned off: the session said so once, at its start.
+    if (capture_ == Capture::Unavailable)
       environment.not_measured.push_back(
           {"activation bytes per module", capture_unavailable_why_, UnmeasuredId::ActivationBytes});
     if (!m.modules.empty() || !m.plans.empty() || !m.out_of_memory.empty())

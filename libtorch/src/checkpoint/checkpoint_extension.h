@@ -43,6 +43,10 @@ class Module;
 namespace fathom::detail {
 
 inline constexpr std::int64_t kProfiledSteps = 3;
+// Why activation bytes are missing when the user turned the autograd-engine hook off.
+inline constexpr const char* kAutogradHookOff =
+    "turned off (Options::autograd_hook(false) or FATHOM_AUTOGRAD_HOOK=off): fathom leaves "
+    "LibTorch's autograd engine as it is";
 
 class CheckpointExtension final : public SessionExtension {
  public:
@@ -50,7 +54,8 @@ class CheckpointExtension final : public SessionExtension {
                       std::optional<std::int64_t> device_memory_bytes);
   ~CheckpointExtension() override;
 
-  // The extension of the live session, or null (fathom off, or no session).
+  // The extension of the session whose epoch or step scope is open on this thread, or null
+  // (fathom off, or outside every epoch).
   static CheckpointExtension* active() noexcept;
 
   // Learns module names for the report (called by Session::watch).
@@ -65,8 +70,11 @@ class CheckpointExtension final : public SessionExtension {
   const std::vector<CheckpointSegment>& planned_segments(int chain) const {
     return chains_[chain].applied;
   }
-  // This step measures blocks (profiled steps, when saved tensors can be seen).
-  bool profiling() const noexcept { return profiling_; }
+  // This step measures blocks (profiled steps, when saved tensors can be seen). The first chain
+  // that asks in a profiled step installs the autograd-engine hook (saved_tensor_meter.h): a
+  // session that runs no chain, or runs with Options::autograd_hook(false), never replaces
+  // LibTorch's engine.
+  bool profiling() noexcept { return profiling_ && capture_ready(); }
   std::optional<c10::Device> device() const noexcept { return device_; }
   // A chain call begins (blocks: its length, 0 when not known ahead) and ends (plain: nothing
   // in it was checkpointed).
@@ -113,8 +121,9 @@ class CheckpointExtension final : public SessionExtension {
   void on_phase_begin(Phase phase) noexcept override;
   void on_phase_end(Phase phase, bool aborted) noexcept override;
   void on_step_end(std::int64_t step, bool failed) noexcept override;
-  // The per-module section with Suggest's plans (the advisor makes their findings), then the
-  // footprint's activation bytes and checkpointing flag, before the advisor sizes the model.
+  // The footprint's activation bytes and checkpointing flag, before the advisor sizes the model.
+  void on_footprint(FootprintParts& parts, Environment& environment) noexcept override;
+  // The per-module section with Suggest's plans (the advisor makes their findings).
   void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
 
  private:
@@ -160,12 +169,15 @@ class CheckpointExtension final : public SessionExtension {
   void resolve_timings(bool wait) noexcept;
   // The epoch's ModuleReport: measurements, plans (Suggest plans them here), out-of-memory events.
   void write_section(EpochSummary& epoch, Environment& environment) noexcept;
+  bool capture_ready() noexcept;
   std::optional<std::int64_t> allocator_peak() const noexcept;
 
   Options options_;
   std::optional<c10::Device> device_;
   std::optional<std::int64_t> device_memory_bytes_;
-  bool capture_available_ = false;
+  // Saved-tensor capture: not needed yet, installed, turned off by the user, or unavailable.
+  enum class Capture { NotYet, On, Off, Unavailable };
+  Capture capture_ = Capture::NotYet;
   std::string capture_unavailable_why_;
   std::unordered_map<const void*, std::string> names_;
   std::vector<Chain> chains_;

@@ -17,6 +17,7 @@
 #include "distributed/summary_exchange.h"
 #include "records/atomic_file.h"
 #include "records/warning_sink.h"
+#include "session/session_access.h"
 #include "session/session_state.h"
 
 namespace fathom {
@@ -27,9 +28,15 @@ std::string rank_text(const RankInfo& r) {
   return std::to_string(r.rank) + " of " + std::to_string(r.world_size);
 }
 
+}  // namespace
+
+// Every session has one (construction is complete); it acts once the job is distributed, by
+// RANK / WORLD_SIZE or by use_process_group / use_store.
 class DistributedExtension final : public SessionExtension {
  public:
   DistributedExtension(SessionState& state, RankInfo rank) : state_(state), rank_(rank) {}
+
+  bool engaged() const noexcept override { return rank_.distributed() || exchange_.has_value(); }
 
   void connect(c10::intrusive_ptr<c10d::Store> store, RankInfo rank, DistributedOptions options,
                bool host_comm_timing) {
@@ -163,26 +170,21 @@ class DistributedExtension final : public SessionExtension {
   std::string job_path_;
 };
 
-DistributedExtension* find(const Session& session) noexcept {
-  SessionState* state = session.internal_state();
-  return state ? state->extension<DistributedExtension>() : nullptr;
-}
+namespace {
 
-DistributedExtension& find_or_add(SessionState& state, RankInfo rank) {
-  if (auto* e = state.extension<DistributedExtension>()) return *e;
-  auto e = std::make_unique<DistributedExtension>(state, rank);
-  auto* raw = e.get();
-  state.add_extension(std::move(e));
-  return *raw;
+// The session's extension while it acts (see DistributedExtension::engaged), else null.
+DistributedExtension* find(const Session& session) noexcept {
+  SessionState* state = SessionAccess::state(session);
+  DistributedExtension* e = state ? state->extensions().distributed : nullptr;
+  return e && e->engaged() ? e : nullptr;
 }
 
 }  // namespace
 
-std::unique_ptr<SessionExtension> make_distributed_extension(SessionState& state) {
+DistributedExtension* add_distributed_extension(SessionState& state) {
   const RankInfo rank = rank_from_environment();
-  if (!rank.distributed()) return nullptr;
-  state.set_rank(rank);
-  return std::make_unique<DistributedExtension>(state, rank);
+  if (rank.distributed()) state.set_rank(rank);
+  return state.add_extension(std::make_unique<DistributedExtension>(state, rank));
 }
 
 }  // namespace detail
@@ -196,14 +198,14 @@ void attach(Session& session, const c10::intrusive_ptr<c10d::Store>& store, Rank
   if (rank.world_size < 1 || rank.rank < 0 || rank.rank >= rank.world_size)
     throw Error("use_store: rank " + detail::rank_text(rank) +
                 " is impossible; ranks run from 0 to world_size-1");
-  detail::SessionState* state = session.internal_state();
-  if (!state) return;
+  detail::SessionState* state = detail::SessionAccess::state(session);
+  if (!state || !state->extensions().distributed) return;
   const RankInfo env = state->rank();
   if (env.distributed() && (env.rank != rank.rank || env.world_size != rank.world_size))
     throw Error("the process group is rank " + detail::rank_text(rank) +
                 " but RANK / WORLD_SIZE say rank " + detail::rank_text(env) +
                 "; hand fathom the job's world group, or fix the launcher's variables");
-  detail::find_or_add(*state, env).connect(store, rank, options, host_comm_timing);
+  state->extensions().distributed->connect(store, rank, options, host_comm_timing);
 }
 
 }  // namespace
@@ -218,7 +220,7 @@ void use_process_group(Session& session, const c10::intrusive_ptr<c10d::ProcessG
   if (!group)
     throw Error(
         "use_process_group: the process group is null; create it before handing it to fathom");
-  detail::SessionState* state = session.internal_state();
+  detail::SessionState* state = detail::SessionAccess::state(session);
   if (!state) return;
   c10::intrusive_ptr<c10d::Store> store = group->getStore();
   if (!store)
@@ -233,7 +235,7 @@ void use_process_group(Session& session, const c10::intrusive_ptr<c10d::ProcessG
 }
 
 RankInfo session_rank(const Session& session) noexcept {
-  detail::SessionState* state = session.internal_state();
+  detail::SessionState* state = detail::SessionAccess::state(session);
   return state ? state->rank() : RankInfo{};
 }
 

@@ -8,10 +8,12 @@
 namespace fathom::detail {
 
 class SessionState;
+class DistributedExtension;
 
-// Reads RANK / LOCAL_RANK / WORLD_SIZE (fathom::Error on a bad value). In a distributed job it
-// names the rank in the session's report file and NVTX labels and returns the extension (which
-// merges once use_process_group hands it the job's store); otherwise null.
-std::unique_ptr<SessionExtension> make_distributed_extension(SessionState& state);
+// Reads RANK / LOCAL_RANK / WORLD_SIZE (fathom::Error on a bad value), names the rank in the
+// session's report file and NVTX labels in a distributed job, and adds the extension to state.
+// Every session has it; it stays idle in a single process until use_process_group (or use_store)
+// hands it the job's store.
+DistributedExtension* add_distributed_extension(SessionState& state);
 
 }  // namespace fathom::detail

@@ -45,10 +45,10 @@ std::optional<std::int64_t> optimizer_state_bytes(const torch::optim::Optimizer&
   return total;
 }
 
-void FootprintExtension::on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept {
+void FootprintExtension::on_footprint(FootprintParts& parts, Environment& environment) noexcept {
   if (parameters_.empty()) return;  // no model watched: nothing to say
   try {
-    MemoryFootprint f;
+    ModelBytes f;
     for (const at::Tensor& p : parameters_) {
       f.parameter_count += p.numel();
       f.parameter_bytes += bytes_of(p);
@@ -71,7 +71,7 @@ void FootprintExtension::on_epoch_measured(EpochSummary& epoch, Environment& env
         optimizer_ = nullptr;  // say it once
       }
     }
-    epoch.footprint = f;
+    parts.model = f;
   } catch (const std::exception& e) {
     detail::warn("footprint: memory footprint not measured",
                  "memory footprint not measured: ", e.what());

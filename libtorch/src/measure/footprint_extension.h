@@ -1,8 +1,8 @@
 #pragma once
 // What the watched model holds in memory besides activations: parameters, gradients and
 // optimizer state, measured from the tensors themselves at each epoch end, for the report's
-// hardware fit. Activation bytes, the AMP and the checkpointing flags are added by their own
-// extensions.
+// hardware fit: the model's part of the footprint (footprint_parts.h). Activation bytes, the AMP
+// and the checkpointing flags are the parts of their own extensions.
 #include <torch/optim/optimizer.h>
 
 #include <vector>
@@ -15,7 +15,7 @@ class FootprintExtension : public SessionExtension {
  public:
   void watch(const std::vector<at::Tensor>& parameters) { parameters_ = parameters; }
   void watch(const torch::optim::Optimizer& optimizer) { optimizer_ = &optimizer; }
-  void on_epoch_measured(EpochSummary& epoch, Environment& environment) noexcept override;
+  void on_footprint(FootprintParts& parts, Environment& environment) noexcept override;
 
  private:
   std::vector<at::Tensor> parameters_;  // shares the model's tensors; no copy of their data

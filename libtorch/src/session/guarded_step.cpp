@@ -7,12 +7,16 @@
 
 #include "checkpoint/checkpoint_extension.h"
 #include "records/warning_sink.h"
+#include "session/session_access.h"
 
 namespace fathom {
 
 int guarded_step(EpochScope& epoch, std::int64_t samples,
                  const std::function<void(StepScope&)>& body, torch::optim::Optimizer* optimizer) {
   using detail::CheckpointExtension;
+  // The epoch's own session, whichever others exist or have scopes open.
+  detail::SessionState* state = detail::SessionAccess::state(epoch);
+  CheckpointExtension* ext = state ? state->extensions().checkpoint : nullptr;
   std::optional<std::size_t> retried_event;  // the error the retry recovers from
   for (int attempt = 1;; ++attempt) {
     try {
@@ -20,13 +24,10 @@ int guarded_step(EpochScope& epoch, std::int64_t samples,
         auto step = epoch.step(samples);
         body(step);
       }
-      if (retried_event)
-        if (CheckpointExtension* ext = CheckpointExtension::active())
-          ext->out_of_memory_event(*retried_event).recovered = true;
+      if (retried_event && ext) ext->out_of_memory_event(*retried_event).recovered = true;
       return attempt;
     } catch (const c10::OutOfMemoryError& error) {
       // The step scope has ended (as failed), and with the body's stack the step's graph is gone.
-      CheckpointExtension* ext = CheckpointExtension::active();
       if (!ext) throw;
       const std::size_t index = ext->record_out_of_memory(error);
       std::string action;

@@ -37,7 +37,7 @@ PhaseScope::PhaseScope(SessionState* state, Phase phase) noexcept : state_(state
 PhaseScope::~PhaseScope() {
   if (!state_) return;
   state_->end_phase(phase_, begin_ns_, device_slot_,
-                    std::uncaught_exceptions() > exceptions_at_begin_);
+                    failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
 }
 
 // --- StepScope --------------------------------------------------------------------------------
@@ -46,13 +46,16 @@ StepScope::StepScope(SessionState* state, std::int64_t samples) noexcept : state
   if (!state_) return;
   exceptions_at_begin_ = std::uncaught_exceptions();
   samples_ = samples;
+  SessionState::push_current(state_);
   state_->begin_step();
   begin_ns_ = now_ns();
 }
 
 StepScope::~StepScope() {
   if (!state_) return;
-  state_->end_step(begin_ns_, samples_, std::uncaught_exceptions() > exceptions_at_begin_);
+  state_->end_step(begin_ns_, samples_,
+                   failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
+  SessionState::pop_current(state_);
 }
 
 at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
@@ -71,18 +74,21 @@ at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool no
 EpochScope::EpochScope(SessionState* state) noexcept : state_(state) {
   if (!state_) return;
   exceptions_at_begin_ = std::uncaught_exceptions();
+  // Module ranges and fathom::forward inside this epoch (on this thread) reach this session.
+  SessionState::push_current(state_);
   state_->begin_epoch();
 }
 
 EpochScope::~EpochScope() {
   if (!state_) return;
-  state_->end_epoch(std::uncaught_exceptions() > exceptions_at_begin_);
+  state_->end_epoch(failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
+  SessionState::pop_current(state_);
 }
 
 // --- ModuleScope ------------------------------------------------------------------------------
 
 ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
-  SessionState* s = SessionState::active.load(std::memory_order_relaxed);
+  SessionState* s = SessionState::current();
   if (!s || !s->module_ranges()) return;
   if (const nvtx::Name* name = s->module_name(&module)) {
     nvtx::push(nvtx::Kind::Module, *name);
@@ -97,7 +103,7 @@ ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
 }
 
 ModuleScope::ModuleScope(std::string_view name) noexcept {
-  SessionState* s = SessionState::active.load(std::memory_order_relaxed);
+  SessionState* s = SessionState::current();
   if (!s || !s->module_ranges()) return;
   try {
     nvtx::push(nvtx::Kind::Module, std::string(name).c_str());
@@ -128,22 +134,21 @@ Session::Session(Options options) {
   env.device_memory_bytes = device.memory_bytes;
   env.not_measured.insert(env.not_measured.begin(), device.not_measured.begin(),
                           device.not_measured.end());
-  // Extensions: each feature adds itself here, in the order its callbacks should run
-  // (see session_extension.h).
-  // The footprint comes first: the AMP and checkpoint extensions complete it.
-  state_->add_extension(std::make_unique<detail::FootprintExtension>());
-  if (device.device) {
-    if (auto nvml = detail::make_telemetry_extension(device.pci_bus_id, env))
-      state_->add_extension(std::move(nvml));
-  }
-  if (auto cupti = detail::make_cupti_extension(resolved, device.device, env))
-    state_->add_extension(std::move(cupti));
-  state_->add_extension(std::make_unique<detail::AmpExtension>(resolved.mode(), device.device));
-  state_->add_extension(std::make_unique<detail::CheckpointExtension>(resolved, device.device,
-                                                                      env.device_memory_bytes));
-  if (auto distributed = detail::make_distributed_extension(*state_))
-    state_->add_extension(std::move(distributed));
-  SessionState::active.store(state_.get(), std::memory_order_relaxed);
+  // Extensions: each feature is built here, in the order its callbacks run (phase and step ends in
+  // reverse, see session_extension.h), and the ones other code reaches are kept by type. The
+  // distributed extension comes last: its epoch end ships the epoch every other one completed.
+  SessionState::Extensions& known = state_->extensions();
+  known.footprint = state_->add_extension(std::make_unique<detail::FootprintExtension>());
+  if (device.device)
+    state_->add_extension(detail::make_telemetry_extension(device.pci_bus_id, env));
+  state_->add_extension(detail::make_cupti_extension(resolved, device.device, env));
+  known.amp =
+      state_->add_extension(std::make_unique<detail::AmpExtension>(resolved.mode(), device.device));
+  known.checkpoint = state_->add_extension(std::make_unique<detail::CheckpointExtension>(
+      resolved, device.device, env.device_memory_bytes));
+  known.distributed = detail::add_distributed_extension(*state_);
+  if (!resolved.autograd_hook())
+    env.not_measured.push_back({"activation bytes per module", detail::kAutogradHookOff});
 }
 
 Session::~Session() = default;
@@ -160,8 +165,6 @@ const RunReport& Session::report() const noexcept {
   static const RunReport empty;
   return state_ ? state_->report() : empty;
 }
-
-detail::SessionState* Session::internal_state() const noexcept { return state_.get(); }
 
 std::string Session::report_path() const { return state_ ? state_->report_path() : std::string(); }
 
@@ -184,16 +187,14 @@ void Session::watch(const torch::nn::Module& model) {
     state_->watch_module(item.value().get(),
                          item.key() + " (" + short_type(item.value()->name()) + ")");
   }
-  if (auto* checkpointing = state_->extension<detail::CheckpointExtension>())
-    checkpointing->watch(model);
-  if (auto* footprint = state_->extension<detail::FootprintExtension>())
-    footprint->watch(model.parameters());
+  const SessionState::Extensions& known = state_->extensions();
+  if (known.checkpoint) known.checkpoint->watch(model);
+  if (known.footprint) known.footprint->watch(model.parameters());
 }
 
 void Session::watch(const torch::optim::Optimizer& optimizer) {
   if (!state_) return;
-  if (auto* footprint = state_->extension<detail::FootprintExtension>())
-    footprint->watch(optimizer);
+  if (auto* footprint = state_->extensions().footprint) footprint->watch(optimizer);
 }
 
 }  // namespace fathom

@@ -1,26 +1,42 @@
 #pragma once
 // A feature that rides on a session's lifecycle: CUPTI collection, NVML sampling, the AMP
 // policy, the checkpoint planner, the distributed merge. Each lives in its own file, derives
-// from this, and is added in Session's constructor (session.cpp) — the one place that knows
-// them all, so SessionState stays small.
+// from this, and is built in Session's constructor (session.cpp) — the one place that knows
+// them all, so SessionState stays small. The state keeps the ones other code reaches as typed
+// pointers (SessionState::Extensions).
 //
-// Callbacks run on the training thread, in the order the extensions were added, and must not
-// throw: a failing feature degrades and says so in the report, it never stops training.
+// Callbacks run on the training thread and must not throw: a failing feature degrades and says so
+// in the report, it never stops training. Begin callbacks run in the order the extensions were
+// added; on_phase_end and on_step_end in the reverse order (last in, first out, as nested scopes
+// end): an extension added later sits inside the earlier ones, and what it set up at a begin
+// (autocast, a correlation id) is undone before theirs is. The epoch's end is not an unwinding
+// but a pipeline that builds the report: on_footprint, then on_epoch_measured, the advisor, and
+// on_epoch_end, each stage in the order the extensions were added, so a later extension reads
+// what earlier ones wrote (the distributed one, added last, ships the finished epoch).
 #include <fathom/phase.h>
 #include <fathom/report.h>
 
 #include <cstdint>
+
+#include "measure/footprint_parts.h"
 
 namespace fathom::detail {
 
 class SessionExtension {
  public:
   virtual ~SessionExtension() = default;
+  // An extension every session builds may wait for the user to turn its feature on (the
+  // distributed one until use_process_group): until then the session skips its callbacks.
+  virtual bool engaged() const noexcept { return true; }
   virtual void on_epoch_begin(std::int64_t /*epoch*/) noexcept {}
   virtual void on_step_begin(std::int64_t /*step*/) noexcept {}
   virtual void on_phase_begin(Phase /*phase*/) noexcept {}
   virtual void on_phase_end(Phase /*phase*/, bool /*aborted*/) noexcept {}
   virtual void on_step_end(std::int64_t /*step*/, bool /*failed*/) noexcept {}
+  // The feature's own part of the epoch's memory footprint (footprint_parts.h). Runs before
+  // on_epoch_measured; the session merges the parts, so whatever on_epoch_measured sees already
+  // holds the whole footprint.
+  virtual void on_footprint(FootprintParts& /*parts*/, Environment& /*environment*/) noexcept {}
   // Adds what the feature measured and what it did to the epoch as typed sections (the GPU
   // summary, mixed precision with Auto's events, the module report with its plans; not-measured
   // entries) before the advisor reads it. The advisor makes every finding from those sections.

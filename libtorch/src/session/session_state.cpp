@@ -29,9 +29,43 @@ constexpr std::array<std::uint32_t, kPhaseCount> kPhaseColors{
     0xFFCAB2D6,  // optimizer: lavender
 };
 
+// Innermost last. A vector, not a link in each scope: Python's scopes may end out of order.
+thread_local std::vector<SessionState*> current_sessions;
+
+// Begin callbacks in the order the extensions were added, the phase and step end callbacks in
+// reverse (session_extension.h); extensions that wait for their feature are skipped.
+template <typename Extensions, typename Call>
+void forward_order(Extensions& extensions, Call&& call) {
+  for (auto& e : extensions)
+    if (e->engaged()) call(*e);
+}
+template <typename Extensions, typename Call>
+void reverse_order(Extensions& extensions, Call&& call) {
+  for (auto it = extensions.rbegin(); it != extensions.rend(); ++it)
+    if ((*it)->engaged()) call(**it);
+}
+
 }  // namespace
 
-std::atomic<SessionState*> SessionState::active{nullptr};
+SessionState* SessionState::current() noexcept {
+  return current_sessions.empty() ? nullptr : current_sessions.back();
+}
+
+void SessionState::push_current(SessionState* state) noexcept {
+  try {
+    current_sessions.push_back(state);
+  } catch (...) {  // out of host memory: the scope's modules go without ranges, nothing else
+  }
+}
+
+void SessionState::pop_current(SessionState* state) noexcept {
+  for (auto it = current_sessions.rbegin(); it != current_sessions.rend(); ++it) {
+    if (*it == state) {
+      current_sessions.erase(std::next(it).base());
+      return;
+    }
+  }
+}
 
 SessionState::SessionState(Options options, std::optional<c10::Device> device)
     : SessionState(std::move(options), device, make_allocator_access(device)) {}
@@ -74,13 +108,10 @@ void SessionState::set_rank(const RankInfo& rank) {
   report_path_ = options_.report_dir() + "/" + report_.run_name + rank_file_suffix(rank) + ".json";
 }
 
-SessionState::~SessionState() {
-  SessionState* self = this;
-  active.compare_exchange_strong(self, nullptr);
-}
+SessionState::~SessionState() = default;
 
 void SessionState::begin_epoch() noexcept {
-  for (auto& e : extensions_) e->on_epoch_begin(epoch_index_);
+  forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_begin(epoch_index_); });
   step_index_ = 0;
   reset_peak_rss();
   const std::int64_t now = now_ns();
@@ -117,10 +148,15 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     // Measured over the whole epoch: higher than any phase's when the peak fell outside them,
     // and retries and OOMs counted once even where phases nest.
     if (epoch_memory) summary.device_memory = epoch_memory;
-    for (auto& e : extensions_) e->on_epoch_measured(summary, report_.environment);
-    if (options_.mode() >= Mode::Suggest)
-      summary.findings = advise(summary, report_.environment, report_.environment.not_measured);
-    for (auto& e : extensions_) e->on_epoch_end(summary, report_.environment);
+    Environment& env = report_.environment;
+    FootprintParts footprint;
+    forward_order(extensions_, [&](SessionExtension& e) { e.on_footprint(footprint, env); });
+    summary.footprint = merge_footprint(footprint);
+    // The epoch's report is built in stages, each extension reading what the ones before it
+    // wrote (session_extension.h): these run in the order the extensions were added.
+    forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_measured(summary, env); });
+    if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, env, env.not_measured);
+    forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_end(summary, env); });
     // Findings also land on the timeline, at the epoch's end, where Nsight Systems shows them.
     if (phase_ranges()) {
       for (const Finding& f : summary.findings)
@@ -177,7 +213,7 @@ void SessionState::begin_step() noexcept {
     std::string label = "step " + std::to_string(step_index_) + rank_range_suffix_;
     nvtx::push(nvtx::Kind::Step, label.c_str());
   }
-  for (auto& e : extensions_) e->on_step_begin(step_index_);
+  forward_order(extensions_, [&](SessionExtension& e) { e.on_step_begin(step_index_); });
 }
 
 void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool failed) noexcept {
@@ -187,7 +223,7 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
     nvtx::pop();
     data_gap_range_ = nvtx::start(nvtx::Kind::Phase, data_gap_name_, kPhaseColors[0]);
   }
-  for (auto& e : extensions_) e->on_step_end(step_index_, failed);
+  reverse_order(extensions_, [&](SessionExtension& e) { e.on_step_end(step_index_, failed); });
   epoch_->add(StepRecord{step_index_, samples, begin_ns, now, failed});
   device_.drain(/*wait=*/false, [&](const PhaseRecord& r) {
     if (epoch_) epoch_->add(r);
@@ -202,7 +238,7 @@ int SessionState::begin_phase(Phase p) noexcept {
   if (phase_ranges())
     nvtx::push(nvtx::Kind::Phase, phase_names_[static_cast<std::size_t>(p)],
                kPhaseColors[static_cast<std::size_t>(p)]);
-  for (auto& e : extensions_) e->on_phase_begin(p);
+  forward_order(extensions_, [&](SessionExtension& e) { e.on_phase_begin(p); });
   return device_.begin();
 }
 
@@ -214,7 +250,7 @@ void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot,
   r.begin_ns = begin_ns;
   r.end_ns = now_ns();
   r.aborted = aborted;
-  for (auto& e : extensions_) e->on_phase_end(p, aborted);
+  reverse_order(extensions_, [&](SessionExtension& e) { e.on_phase_end(p, aborted); });
   if (!device_.enabled()) r.rss_bytes = current_rss_bytes();
   if (phase_ranges()) nvtx::pop();
   if (device_slot >= 0) {

@@ -5,7 +5,6 @@
 #include <fathom/rank_info.h>
 #include <fathom/report.h>
 
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +19,11 @@
 #include "session/session_extension.h"
 
 namespace fathom::detail {
+
+class AmpExtension;
+class CheckpointExtension;
+class DistributedExtension;
+class FootprintExtension;
 
 class SessionState {
  public:
@@ -45,14 +49,24 @@ class SessionState {
   void watch_module(const void* module, const std::string& label);
   const nvtx::Name* module_name(const void* module) const noexcept;
 
-  // Extensions are called in the order they were added; the state owns them.
-  void add_extension(std::unique_ptr<SessionExtension> e) { extensions_.push_back(std::move(e)); }
+  // Extensions run in the order they were added (end callbacks in reverse, see
+  // session_extension.h); the state owns them. Returns e, for the typed pointers below.
   template <typename T>
-  T* extension() const noexcept {
-    for (const auto& e : extensions_)
-      if (auto* t = dynamic_cast<T*>(e.get())) return t;
-    return nullptr;
+  T* add_extension(std::unique_ptr<T> e) {
+    T* raw = e.get();
+    if (raw) extensions_.push_back(std::move(e));
+    return raw;
   }
+  // The extensions other code reaches (the public functions of their features, the scopes, each
+  // other), by type: filled once in Session's constructor, null where a feature is absent.
+  struct Extensions {
+    FootprintExtension* footprint = nullptr;
+    AmpExtension* amp = nullptr;
+    CheckpointExtension* checkpoint = nullptr;
+    DistributedExtension* distributed = nullptr;
+  };
+  Extensions& extensions() noexcept { return known_; }
+  const Extensions& extensions() const noexcept { return known_; }
 
   // Distributed jobs (distributed.cpp): the rank goes into the report file name and the NVTX
   // epoch and step labels. Set before the first epoch.
@@ -63,8 +77,13 @@ class SessionState {
   const std::string& report_path() const noexcept { return report_path_; }
   std::int64_t step_index() const noexcept { return step_index_; }
 
-  // The session whose module scopes are live: ModuleScope has no other way to reach it.
-  static std::atomic<SessionState*> active;
+  // The session whose epoch or step scope is innermost on this thread, or null: ModuleScope,
+  // fathom::forward and fathom::block take no session and reach theirs through it. Epoch and
+  // step scopes push their state and pop it when they end; a pop removes that state's latest
+  // entry, so scopes that end out of order (Python's, driven by hand) cannot corrupt the stack.
+  static SessionState* current() noexcept;
+  static void push_current(SessionState* state) noexcept;
+  static void pop_current(SessionState* state) noexcept;
 
  private:
   void write_report() noexcept;
@@ -77,6 +96,7 @@ class SessionState {
   DeviceMeter device_;
   std::unique_ptr<OpRanges> op_ranges_;
   std::vector<std::unique_ptr<SessionExtension>> extensions_;
+  Extensions known_;
   std::optional<EpochAccumulator> epoch_;
   std::int64_t epoch_index_ = 0;
   std::int64_t step_index_ = 0;
