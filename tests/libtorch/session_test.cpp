@@ -195,6 +195,26 @@ TEST_F(SessionTest, UnwritableReportFolderFailsAtSessionStart) {
   EXPECT_THROW(Session(Options().report_dir(dir() + "/file/reports")), Error);
 }
 
+// Options::warnings takes every warning of the session (here: its report could not be written),
+// and nothing of it reaches standard error.
+TEST_F(SessionTest, WarningsGoWhereTheOptionsSay) {
+  std::vector<std::string> said;
+  ::testing::internal::CaptureStderr();
+  {
+    Session session(Options().report_dir(dir()).run_name("w").print_report(false).warnings(
+        [&](std::string_view m) { said.emplace_back(m); }));
+    fs::remove_tree(dir());
+    std::ofstream(dir()) << "x";  // the report folder is a file now
+    auto model = tiny_model();
+    train(session, model, 1);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "");
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said[0].find(dir()), std::string::npos) << said[0];
+  ::unlink(dir().c_str());
+}
+
 TEST_F(SessionTest, EnvironmentRedirectsTheReport) {
   ScopedEnv redirect("FATHOM_REPORT_DIR", (dir() + "/elsewhere").c_str());
   Session session(Options().report_dir(dir() + "/in-code").run_name("run").print_report(false));

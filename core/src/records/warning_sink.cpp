@@ -103,4 +103,12 @@ WarningRedirect::~WarningRedirect() {
   if (it != s.routes.end()) s.routes.erase(it);
 }
 
+WarningScope::WarningScope(const WarningHandler& handler) {
+  if (handler) redirect_.emplace(handler);
+}
+
+WarningScope::~WarningScope() {
+  flush_held_back_warnings();  // into this session's handler, before it is removed
+}
+
 }  // namespace fathom::detail

@@ -9,6 +9,7 @@
 #include <fathom/options.h>
 
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -60,6 +61,19 @@ class WarningRedirect {
 
  private:
   std::uint64_t id_ = 0;
+};
+
+// A session's warnings: its Options::warnings handler (when set) for its lifetime, and at its end
+// the count of every kind it held back, so nothing is silently lost.
+class WarningScope {
+ public:
+  explicit WarningScope(const WarningHandler& handler);
+  ~WarningScope();
+  WarningScope(const WarningScope&) = delete;
+  WarningScope& operator=(const WarningScope&) = delete;
+
+ private:
+  std::optional<WarningRedirect> redirect_;
 };
 
 }  // namespace fathom::detail

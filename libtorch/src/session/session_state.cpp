@@ -72,7 +72,9 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device)
 
 SessionState::SessionState(Options options, std::optional<c10::Device> device,
                            std::unique_ptr<AllocatorAccess> allocator)
-    : options_(std::move(options)), device_(device, std::move(allocator)) {
+    : warnings_(options.warnings()),
+      options_(std::move(options)),
+      device_(device, std::move(allocator)) {
   report_.run_name = options_.run_name().empty() ? default_run_name() : options_.run_name();
   report_path_ = options_.report_dir() + "/" + report_.run_name + ".json";
   Environment& env = report_.environment;

@@ -15,6 +15,7 @@
 #include "collect/nvtx.h"
 #include "measure/allocator_access.h"
 #include "measure/device_meter.h"
+#include "records/warning_sink.h"
 #include "session/op_ranges.h"
 #include "session/session_extension.h"
 
@@ -88,6 +89,9 @@ class SessionState {
  private:
   void write_report() noexcept;
 
+  // First member: the session's warnings go where its options say from the first line of the
+  // constructor until every extension is gone.
+  detail::WarningScope warnings_;
   Options options_;
   RunReport report_;
   std::string report_path_;
