@@ -12,6 +12,7 @@
 #include "analyze/transfer_analysis.h"
 #include "commands.h"
 #include "records/atomic_file.h"
+#include "report/chrome_trace.h"
 
 namespace fathom::cli {
 namespace {
@@ -19,6 +20,7 @@ namespace {
 struct AnalyzeArgs {
   std::string path;
   std::string json_out;
+  std::string chrome_trace_out;
   std::string pcie;  // "GEN:WIDTH"
   std::optional<double> link_gbps;
 };
@@ -65,6 +67,15 @@ int run_analyze(const AnalyzeArgs& a) {
   options.link = link;
   const GpuSummary summary = analyze_activity(activity, options);
   std::cout << fmt::format("fathom analyze | {}\n", a.path) << format_gpu_summary_text(summary);
+  if (!a.chrome_trace_out.empty()) {
+    // The records themselves, for ui.perfetto.dev: one GPU track per stream, the host's steps
+    // and phases where the source recorded them.
+    TraceInput in;
+    in.process_name = a.path;
+    in.gpu = &activity;
+    write_file_atomically(a.chrome_trace_out, format_chrome_trace(in));
+    std::cout << fmt::format("  Chrome trace written to {}\n", a.chrome_trace_out);
+  }
   if (!a.json_out.empty()) {
     write_file_atomically(a.json_out, format_gpu_analysis_json(summary, a.path));
     std::cout << fmt::format("  JSON written to {}\n", a.json_out);
@@ -83,6 +94,8 @@ Run add_analyze_command(CLI::App& app) {
                   "the trace (.json, .json.gz) or activity file (.jsonl, .jsonl.gz)")
       ->required();
   cmd->add_option("--json", args->json_out, "also write the analysis as JSON to this file");
+  cmd->add_option("--chrome-trace", args->chrome_trace_out,
+                  "also write the records as a Chrome trace (ui.perfetto.dev) to this file");
   cmd->add_option("--pcie", args->pcie,
                   "the host link as GEN:WIDTH (e.g. 4:16), for bandwidth against its peak");
   cmd->add_option("--link-gbps", args->link_gbps, "the host link's peak GB/s, when it is not PCIe");

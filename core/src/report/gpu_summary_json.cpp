@@ -8,7 +8,7 @@
 #include <array>
 
 #include "analyze/transfer_analysis.h"
-#include "records/json_helpers.h"
+#include "report/json_helpers.h"
 
 namespace fathom::detail {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "records/json_helpers.h"
+#include "report/json_helpers.h"
 
 namespace fathom {
 namespace {

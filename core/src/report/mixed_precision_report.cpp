@@ -5,7 +5,7 @@
 
 #include <iterator>
 
-#include "records/json_helpers.h"
+#include "report/json_helpers.h"
 
 namespace fathom::detail {
 namespace {

@@ -7,7 +7,7 @@
 #include <iterator>
 
 #include "records/bytes_text.h"
-#include "records/json_helpers.h"
+#include "report/json_helpers.h"
 
 namespace fathom::detail {
 namespace {

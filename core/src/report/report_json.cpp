@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "records/json_helpers.h"
+#include "report/json_helpers.h"
 #include "report/gpu_summary_json.h"
 #include "report/mixed_precision_report.h"
 #include "report/module_report_writers.h"
