@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/json_helpers.h"
 #include "report/gpu_summary_json.h"
+#include "report/json_helpers.h"
 #include "report/mixed_precision_report.h"
 #include "report/module_report_writers.h"
 
