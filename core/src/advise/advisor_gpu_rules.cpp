@@ -121,13 +121,13 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
     if (existing(out, finding_id::kTransferBelowLinkPeak)) break;
     Finding f = make_finding(finding_id::kTransferBelowLinkPeak, Severity::Warning,
                              "Copies reach a fraction of the link's bandwidth");
-    f.evidence = {
-        {"direction", std::string(memcpy_kind_name(d.direction))},
-        {"achieved",
-         fmt::format("{:.2f} GB/s over {} copies, {}", *d.gb_per_s, d.count, mib(d.bytes))},
-        {"link", t.link.description},
-        {"share of peak", percent(*d.share_of_peak)},
-        {"pageable copies", fmt::format("{} ({})", d.pageable_count, mib(d.pageable_bytes))}};
+    f.evidence = {{"direction", std::string(memcpy_kind_name(d.direction))},
+                  {"achieved", fmt::format("{:.2f} GB/s over {} copies, {}", *d.gb_per_s, d.count,
+                                           bytes_text(d.bytes))},
+                  {"link", t.link.description},
+                  {"share of peak", percent(*d.share_of_peak)},
+                  {"pageable copies",
+                   fmt::format("{} ({})", d.pageable_count, bytes_text(d.pageable_bytes))}};
     f.why =
         "Pageable host memory goes through a staging buffer; otherwise the link itself may run "
         "slower than it should (a slot wired for fewer lanes or an older generation) or other "
@@ -172,7 +172,7 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
           "auto next = step.to_device(batch.data.pin_memory(), device, /*non_blocking=*/true);";
     }
     f->evidence.push_back({fmt::format("synchronous host-to-device copies above {} (GPU records)",
-                                       mib(thresholds::kSyncCopyBytes)),
+                                       bytes_text(thresholds::kSyncCopyBytes)),
                            fmt::format("{}", t.large_sync_h2d_count)});
   }
   // Copies that take a real share of the step and mostly do not overlap with kernels.
@@ -183,7 +183,7 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
                      "Host-device copies take a share of the step and do not overlap compute");
     f.evidence = {{"copy time share of the step", percent(*t.share_of_window)},
                   {"overlapped with kernels", t.overlap_share ? percent(*t.overlap_share) : "-"},
-                  {"copies", fmt::format("{} ({})", t.count, mib(t.bytes))}};
+                  {"copies", fmt::format("{} ({})", t.count, bytes_text(t.bytes))}};
     f.why =
         "While a copy runs alone the GPU computes nothing; the next batch can travel during this "
         "one.";

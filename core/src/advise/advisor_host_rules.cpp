@@ -51,7 +51,7 @@ void host_copies(const EpochSummary& e, std::vector<Finding>& out) {
     Finding f = make_finding(finding_id::kCopyPageable, Severity::Warning,
                              "Host-to-device copies read pageable memory");
     f.evidence = {{"pageable copies", fmt::format("{}", pageable_count)},
-                  {"pageable bytes", mib(pageable_bytes)}};
+                  {"pageable bytes", bytes_text(pageable_bytes)}};
     f.why =
         "The driver stages pageable memory through a pinned bounce buffer: the copy is slower "
         "and cannot overlap with compute.";
@@ -70,7 +70,7 @@ void host_copies(const EpochSummary& e, std::vector<Finding>& out) {
     const double share = sync_ms / e.step_ms_total;
     f.evidence = {
         {"synchronous copies", fmt::format("{}", sync_count)},
-        {"bytes", mib(sync_bytes)},
+        {"bytes", bytes_text(sync_bytes)},
         {"host time in them", fmt::format("{:.2f} ms ({} of step time)", sync_ms, percent(share))}};
     f.why = "A synchronous copy blocks the host until it is done, so it cannot queue more work.";
     f.estimated_gain = fmt::format("up to {} of step time", percent(share));

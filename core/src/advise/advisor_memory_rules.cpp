@@ -40,8 +40,8 @@ void memory_near_capacity(const EpochSummary& e, const Environment& env,
   Finding f = make_finding(finding_id::kMemoryNearCapacity,
                            ooms > 0 ? Severity::Critical : Severity::Warning,
                            ooms > 0 ? "Device memory ran out" : "Device memory is nearly full");
-  f.evidence = {{"peak used", mib(m->used)},
-                {"device memory", mib(m->total)},
+  f.evidence = {{"peak used", bytes_text(m->used)},
+                {"device memory", bytes_text(m->total)},
                 {"share", percent(m->share)},
                 {"measured as", m->source},
                 {"threshold", percent(thresholds::kDeviceMemoryShare)}};
@@ -74,7 +74,7 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
   Finding f =
       make_finding(finding_id::kHardwareFit, ooms > 0 ? Severity::Critical : Severity::Warning,
                    "The run barely fits this card: what it needs elsewhere");
-  if (capacity > 0) f.evidence.push_back({"this device", gib(static_cast<double>(capacity))});
+  if (capacity > 0) f.evidence.push_back({"this device", bytes_text(capacity)});
   const FitVariant* best = nullptr;
   for (const FitVariant& v : fit.variants) {
     if (!v.need_bytes) {
@@ -88,7 +88,7 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
                (v.cards[i] == Fit::Tight ? " (tight)" : "");
     }
     f.evidence.push_back(
-        {variant_name(v), fmt::format("needs {}; fits {}", gib(static_cast<double>(*v.need_bytes)),
+        {variant_name(v), fmt::format("needs {}; fits {}", bytes_text(*v.need_bytes),
                                       cards.empty() ? "none of 24/40/80/141 GB" : cards)});
     if (!v.as_run && capacity > 0 && fit_on(*v.need_bytes, capacity) == Fit::Fits &&
         (!best || *v.need_bytes > *best->need_bytes))
@@ -97,15 +97,14 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
   f.why = fmt::format(
       "From measured parameters ({}), gradients ({}), optimizer state ({}) and activations ({}); "
       "overhead {} ({}), allocator fragmentation x{:.2f}.",
-      mib(e.footprint->parameter_bytes), mib(e.footprint->gradient_bytes),
-      e.footprint->optimizer_state_bytes ? mib(*e.footprint->optimizer_state_bytes)
+      bytes_text(e.footprint->parameter_bytes), bytes_text(e.footprint->gradient_bytes),
+      e.footprint->optimizer_state_bytes ? bytes_text(*e.footprint->optimizer_state_bytes)
                                          : std::string("not measured, left out"),
-      mib(e.footprint->activation_bytes), mib(fit.overhead_bytes),
+      bytes_text(e.footprint->activation_bytes), bytes_text(fit.overhead_bytes),
       fit.overhead_measured ? "measured" : "assumed", fit.fragmentation);
   if (best) {
-    f.estimated_gain =
-        fmt::format("{} of headroom on this device with {}",
-                    gib(static_cast<double>(capacity - *best->need_bytes)), variant_name(*best));
+    f.estimated_gain = fmt::format("{} of headroom on this device with {}",
+                                   bytes_text(capacity - *best->need_bytes), variant_name(*best));
     f.fix =
         best->mixed_precision && !as_run.mixed_precision &&
                 !(best->checkpointing && !as_run.checkpointing)
@@ -134,7 +133,8 @@ void batch_headroom(const EpochSummary& e, const Environment& env, std::vector<F
   f.evidence = {
       {"GPU busy", percent(busy->share)},
       {"GPU busy measured as", busy->source},
-      {"peak memory", fmt::format("{} of {} ({})", mib(m->used), mib(m->total), percent(m->share))},
+      {"peak memory",
+       fmt::format("{} of {} ({})", bytes_text(m->used), bytes_text(m->total), percent(m->share))},
       {"thresholds", fmt::format("busy < {}, memory < {}", percent(thresholds::kGpuBusyShareLow),
                                  percent(thresholds::kIdleMemoryShare))}};
   f.why =

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "advise/advisor.h"
+#include "records/bytes_text.h"
 
 namespace fathom {
 struct GpuSummary;
@@ -17,12 +18,8 @@ struct GpuSummary;
 namespace fathom::advice {
 
 inline std::string percent(double fraction) { return fmt::format("{:.1f} %", 100.0 * fraction); }
-// MiB below a GiB, GiB above: "5.0 MiB", "75.00 GiB".
-inline std::string mib(std::int64_t bytes) {
-  if (bytes >= (1LL << 30)) return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
-  return fmt::format("{:.1f} MiB", bytes / 1048576.0);
-}
-inline std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+// Byte counts in evidence: the one formatter every writer uses (records/bytes_text.h).
+using detail::bytes_text;
 inline std::string gbps(double bytes_per_s) {
   return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9);
 }
