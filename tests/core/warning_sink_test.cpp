@@ -62,5 +62,17 @@ TEST(WarningSink, AHandlerThatThrowsCostsACountNotTheCaller) {
   EXPECT_EQ(warning_counts().swallowed, before + 1);
 }
 
+// A handler runs outside the sink's lock: one that warns again (a logger that reports its own
+// trouble through fathom) does not deadlock.
+TEST(WarningSink, AHandlerMayWarnItself) {
+  std::vector<std::string> said;
+  WarningRedirect r([&](std::string_view m) {
+    said.emplace_back(m);
+    if (said.size() == 1) warn("test: from the handler", "nested");
+  });
+  warn("test: reentrant", "outer");
+  EXPECT_EQ(said, (std::vector<std::string>{"outer", "nested"}));
+}
+
 }  // namespace
 }  // namespace fathom::detail

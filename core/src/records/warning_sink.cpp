@@ -29,10 +29,16 @@ Sink& sink() noexcept {
   return *s;
 }
 
+// The route in force (under the sink's lock): a copy, so that the handler runs unlocked and may
+// itself call into fathom.
+WarningHandler route(Sink& s) {
+  return s.routes.empty() ? WarningHandler{} : s.routes.back().handler;
+}
+
 // The only write to standard error in fathom's libraries.
-void say(Sink& s, const std::string& line) {
-  if (!s.routes.empty() && s.routes.back().handler) {
-    s.routes.back().handler(line);
+void say(const WarningHandler& handler, const std::string& line) {
+  if (handler) {
+    handler(line);
     return;
   }
   std::cerr << "fathom: " << line << "\n";
@@ -43,15 +49,19 @@ void say(Sink& s, const std::string& line) {
 void warn_line(std::string_view key, std::string_view message) noexcept {
   Sink& s = sink();
   try {
-    std::lock_guard lock(s.mu);
-    auto it = s.seen.find(key);
-    if (it == s.seen.end()) it = s.seen.emplace(std::string(key), 0).first;
-    if (++it->second > kWarningsPerKey) {
-      s.held_back.fetch_add(1, std::memory_order_relaxed);
-      return;
+    WarningHandler handler;
+    {
+      std::lock_guard lock(s.mu);
+      auto it = s.seen.find(key);
+      if (it == s.seen.end()) it = s.seen.emplace(std::string(key), 0).first;
+      if (++it->second > kWarningsPerKey) {
+        s.held_back.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      handler = route(s);
     }
     s.said.fetch_add(1, std::memory_order_relaxed);
-    say(s, std::string(message));
+    say(handler, std::string(message));
   } catch (...) {
     // A handler that throws, or no memory for the line: the count is all that is left.
     s.swallowed.fetch_add(1, std::memory_order_relaxed);
@@ -76,13 +86,19 @@ WarningCounts warning_counts() noexcept {
 void flush_held_back_warnings() noexcept {
   Sink& s = sink();
   try {
-    std::lock_guard lock(s.mu);
-    for (auto& [key, n] : s.seen) {
-      if (n <= kWarningsPerKey) continue;
-      say(s, std::to_string(n - kWarningsPerKey) + " more warning(s) like '" + key +
-                 "' were held back");
-      n = kWarningsPerKey;
+    std::vector<std::string> lines;
+    WarningHandler handler;
+    {
+      std::lock_guard lock(s.mu);
+      for (auto& [key, n] : s.seen) {
+        if (n <= kWarningsPerKey) continue;
+        lines.push_back(std::to_string(n - kWarningsPerKey) + " more warning(s) like '" + key +
+                        "' were held back");
+        n = kWarningsPerKey;
+      }
+      handler = route(s);
     }
+    for (const std::string& line : lines) say(handler, line);
   } catch (...) {
     s.swallowed.fetch_add(1, std::memory_order_relaxed);
   }

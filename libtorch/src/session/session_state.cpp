@@ -54,7 +54,9 @@ SessionState* SessionState::current() noexcept {
 void SessionState::push_current(SessionState* state) noexcept {
   try {
     current_sessions.push_back(state);
-  } catch (...) {  // out of host memory: the scope's modules go without ranges, nothing else
+  } catch (...) {
+    // Out of host memory: the scope's modules go without ranges, nothing else.
+    detail::swallowed("session/session_state.cpp: the thread's session stack");
   }
 }
 
