@@ -16,7 +16,7 @@ struct Captured {
 TEST(WarningSink, SaysEachKindAFewTimesThenCountsAndSumsUp) {
   Captured c;
   const WarningCounts before = warning_counts();
-  for (int i = 0; i < kWarningsPerKey + 4; ++i) warn("test: repeated", "attempt ", i, " failed");
+  for (int i = 0; i < kWarningsPerKey + 4; ++i) warn_as("test: repeated", "attempt ", i, " failed");
   ASSERT_EQ(c.lines.size(), static_cast<std::size_t>(kWarningsPerKey));
   EXPECT_EQ(c.lines[0], "attempt 0 failed");
   EXPECT_EQ(warning_counts().held_back - before.held_back, 4);
@@ -24,7 +24,7 @@ TEST(WarningSink, SaysEachKindAFewTimesThenCountsAndSumsUp) {
   ASSERT_EQ(c.lines.size(), static_cast<std::size_t>(kWarningsPerKey) + 1);
   EXPECT_EQ(c.lines.back(), "4 more warning(s) like 'test: repeated' were held back");
   // Another kind is not held back by the first.
-  warn("test: another", "different");
+  warn_as("test: another", "different");
   EXPECT_EQ(c.lines.back(), "different");
 }
 
@@ -34,9 +34,9 @@ TEST(WarningSink, RedirectsNestAndRestore) {
     WarningRedirect o([&](std::string_view m) { outer.emplace_back(m); });
     {
       WarningRedirect i([&](std::string_view m) { inner.emplace_back(m); });
-      warn("test: nest 1", "to the inner");
+      warn_as("test: nest 1", "to the inner");
     }
-    warn("test: nest 2", "to the outer again");
+    warn_as("test: nest 2", "to the outer again");
   }
   EXPECT_EQ(inner, std::vector<std::string>{"to the inner"});
   EXPECT_EQ(outer, std::vector<std::string>{"to the outer again"});
@@ -58,7 +58,7 @@ TEST(WarningSink, SwallowedFailuresAreCountedAndSaid) {
 TEST(WarningSink, AHandlerThatThrowsCostsACountNotTheCaller) {
   WarningRedirect r([](std::string_view) { throw std::runtime_error("logger down"); });
   const std::int64_t before = warning_counts().swallowed;
-  EXPECT_NO_THROW(warn("test: throwing handler", "x"));
+  EXPECT_NO_THROW(warn_as("test: throwing handler", "x"));
   EXPECT_EQ(warning_counts().swallowed, before + 1);
 }
 
@@ -68,10 +68,21 @@ TEST(WarningSink, AHandlerMayWarnItself) {
   std::vector<std::string> said;
   WarningRedirect r([&](std::string_view m) {
     said.emplace_back(m);
-    if (said.size() == 1) warn("test: from the handler", "nested");
+    if (said.size() == 1) warn_as("test: from the handler", "nested");
   });
-  warn("test: reentrant", "outer");
+  warn_as("test: reentrant", "outer");
   EXPECT_EQ(said, (std::vector<std::string>{"outer", "nested"}));
+}
+
+// Without a key, the place that warns is the kind: two messages with the same words from two
+// places are two kinds, and the summary names a kind by its first words.
+TEST(WarningSink, EachPlaceThatWarnsIsItsOwnKind) {
+  Captured c;
+  for (int i = 0; i < kWarningsPerKey + 2; ++i) warn("the same words: ", i);
+  for (int i = 0; i < kWarningsPerKey; ++i) warn("the same words: ", i);
+  EXPECT_EQ(c.lines.size(), static_cast<std::size_t>(2 * kWarningsPerKey));
+  flush_held_back_warnings();
+  EXPECT_EQ(c.lines.back(), "2 more warning(s) like 'the same words' were held back");
 }
 
 }  // namespace

@@ -18,8 +18,12 @@ struct Route {
 
 struct Sink {
   std::mutex mu;
-  std::map<std::string, std::int64_t, std::less<>> seen;  // per key: how many came
-  std::vector<Route> routes;                              // innermost last
+  struct Kind {
+    std::int64_t count = 0;  // how many came
+    std::string label;       // what the summary calls them
+  };
+  std::map<std::string, Kind, std::less<>> seen;  // per key
+  std::vector<Route> routes;                      // innermost last
   std::uint64_t next_id = 1;
   std::atomic<std::int64_t> said{0}, held_back{0}, swallowed{0};
 };
@@ -46,15 +50,18 @@ void say(const WarningHandler& handler, const std::string& line) {
 
 }  // namespace
 
-void warn_line(std::string_view key, std::string_view message) noexcept {
+void warn_line(std::string_view key, std::string_view message, std::string_view label) noexcept {
   Sink& s = sink();
   try {
     WarningHandler handler;
     {
       std::lock_guard lock(s.mu);
       auto it = s.seen.find(key);
-      if (it == s.seen.end()) it = s.seen.emplace(std::string(key), 0).first;
-      if (++it->second > kWarningsPerKey) {
+      if (it == s.seen.end())
+        it = s.seen
+                 .emplace(std::string(key), Sink::Kind{0, std::string(label.empty() ? key : label)})
+                 .first;
+      if (++it->second.count > kWarningsPerKey) {
         s.held_back.fetch_add(1, std::memory_order_relaxed);
         return;
       }
@@ -90,11 +97,11 @@ void flush_held_back_warnings() noexcept {
     WarningHandler handler;
     {
       std::lock_guard lock(s.mu);
-      for (auto& [key, n] : s.seen) {
-        if (n <= kWarningsPerKey) continue;
-        lines.push_back(std::to_string(n - kWarningsPerKey) + " more warning(s) like '" + key +
-                        "' were held back");
-        n = kWarningsPerKey;
+      for (auto& [key, kind] : s.seen) {
+        if (kind.count <= kWarningsPerKey) continue;
+        lines.push_back(std::to_string(kind.count - kWarningsPerKey) + " more warning(s) like '" +
+                        kind.label + "' were held back");
+        kind.count = kWarningsPerKey;
       }
       handler = route(s);
     }

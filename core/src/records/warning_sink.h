@@ -8,8 +8,10 @@
 // session. A session installs its handler for its lifetime (WarningRedirect), last in first out.
 #include <fathom/options.h>
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
+#include <source_location>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -24,12 +26,15 @@ inline constexpr int kWarningsPerKey = 3;
 void swallowed(const char* where) noexcept;
 
 // Says message (without the "fathom: " prefix, which the sink adds) under key: warnings with the
-// same key are one kind, rate-limited together. Never throws.
-void warn_line(std::string_view key, std::string_view message) noexcept;
+// same key are one kind, rate-limited together, and summed up under label (the key when empty).
+// Never throws.
+void warn_line(std::string_view key, std::string_view message,
+               std::string_view label = {}) noexcept;
 
-// The message built from parts as a stream would print them: warn("cupti", "x failed: ", code).
+// The message built from parts as a stream would print them, under an explicit key:
+// warn_as(cupti_function_name(f), ...) makes each CUPTI function's failures one kind.
 template <typename... Parts>
-void warn(std::string_view key, const Parts&... parts) noexcept {
+void warn_as(std::string_view key, const Parts&... parts) noexcept {
   try {
     std::ostringstream line;
     (line << ... << parts);
@@ -39,7 +44,36 @@ void warn(std::string_view key, const Parts&... parts) noexcept {
   }
 }
 
-// Warnings said and held back since the process started (tests, the report's footer).
+// A warning's first part, and the place in fathom that says it: that place is the warning's
+// kind, so two different warnings are never rate-limited together and no call names a key.
+struct WarningStart {
+  template <typename T>
+  requires std::convertible_to<const T&, std::string_view> WarningStart(
+      const T& text, std::source_location where = std::source_location::current())
+      : text(text), where(where) {}
+  std::string_view text;
+  std::source_location where;
+};
+
+// warn("the device could not be synchronized: ", e.what())
+template <typename... Parts>
+void warn(WarningStart start, const Parts&... rest) noexcept {
+  try {
+    const std::string key =
+        std::string(start.where.file_name()) + ":" + std::to_string(start.where.line());
+    std::ostringstream line;
+    line << start.text;
+    (line << ... << rest);
+    // The summary names the kind by the words it starts with: "could not release cached memory".
+    std::string_view label = start.text;
+    while (!label.empty() && (label.back() == ' ' || label.back() == ':')) label.remove_suffix(1);
+    warn_line(key, line.str(), label);
+  } catch (...) {
+    swallowed("the warning sink");
+  }
+}
+
+// Warnings said and held back since the process started (for tests).
 struct WarningCounts {
   std::int64_t said = 0;
   std::int64_t held_back = 0;

@@ -98,8 +98,8 @@ bool AmpExtension::prepare(std::string& why_not) {
 void AmpExtension::record(AmpEvent event) {
   if (event.kind == AmpEventKind::Enabled || event.kind == AmpEventKind::RolledBack ||
       event.kind == AmpEventKind::NotEnabled)
-    detail::warn("amp: mixed precision", "mixed precision ", amp_event_kind_name(event.kind),
-                 " at step ", event.step, ": ", event.detail);
+    detail::warn("mixed precision ", amp_event_kind_name(event.kind), " at step ", event.step, ": ",
+                 event.detail);
   epoch_.events.push_back(std::move(event));
 }
 
@@ -233,8 +233,7 @@ void AmpExtension::on_phase_begin(Phase phase) noexcept {
   try {
     saved_.push_back(enter_autocast(*device_type_, *dtype_, true));
   } catch (const std::exception& e) {
-    detail::warn("amp: autocast could not start, this forward runs in fp32",
-                 "autocast could not start, this forward runs in fp32: ", e.what());
+    detail::warn("autocast could not start, this forward runs in fp32: ", e.what());
     saved_.push_back(AutocastState{autocast_enabled(*device_type_), *dtype_, true});
   }
 }
@@ -266,7 +265,7 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
         o.loss = loss_.item<double>();
       } catch (const std::exception& e) {
         // Without the loss this step's comparison is skipped; the policy waits for the next.
-        detail::warn("amp: the loss could not be read", "the loss could not be read: ", e.what());
+        detail::warn("the loss could not be read: ", e.what());
       }
     }
     try {
@@ -278,8 +277,7 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
         record(std::move(*ev));
       }
     } catch (const std::exception& e) {
-      detail::warn("amp: the mixed-precision policy failed and stays off",
-                   "the mixed-precision policy failed and stays off: ", e.what());
+      detail::warn("the mixed-precision policy failed and stays off: ", e.what());
       record(policy_.refuse(global_step_, e.what()));
     }
   }
@@ -323,8 +321,7 @@ void AmpExtension::on_epoch_measured(EpochSummary& epoch, Environment&) noexcept
     m.device = device_;
     epoch.mixed_precision = m;
   } catch (const std::exception& e) {
-    detail::warn("amp: the mixed-precision section could not be written",
-                 "the mixed-precision section could not be written: ", e.what());
+    detail::warn("the mixed-precision section could not be written: ", e.what());
   }
   on_epoch_begin(0);
 }

@@ -157,8 +157,7 @@ void CheckpointExtension::resolve_timings(bool wait) noexcept {
         ++b.device_calls;
       }
     } catch (const std::exception& e) {
-      detail::warn("checkpoint: block device timing failed",
-                   "block device timing failed: ", e.what());
+      detail::warn("block device timing failed: ", e.what());
     }
     timings_.pop_front();
   }
@@ -180,8 +179,7 @@ void CheckpointExtension::release_cached_memory() noexcept {
   try {
     c10::getDeviceAllocator(device_->type())->emptyCache();
   } catch (const std::exception& e) {
-    detail::warn("checkpoint: could not release cached device memory",
-                 "could not release cached device memory: ", e.what());
+    detail::warn("could not release cached device memory: ", e.what());
   }
 }
 
@@ -244,8 +242,7 @@ void CheckpointExtension::on_step_end(std::int64_t, bool failed) noexcept {
       }
     }
   } catch (const std::exception& e) {
-    detail::warn("checkpoint: checkpoint planning failed",
-                 "checkpoint planning failed: ", e.what());
+    detail::warn("checkpoint planning failed: ", e.what());
   }
   if (profiling_ && capture_ == Capture::On) ++profiled_steps_;
   profiling_ = false;  // chains run between steps are not measured
@@ -275,8 +272,7 @@ void CheckpointExtension::on_footprint(FootprintParts& parts, Environment&) noex
     a.checkpointing = checkpointing;
     parts.activations = a;
   } catch (const std::exception& e) {
-    detail::warn("checkpoint: activation bytes not added to the footprint",
-                 "activation bytes not added to the footprint: ", e.what());
+    detail::warn("activation bytes not added to the footprint: ", e.what());
   }
 }
 
@@ -330,8 +326,7 @@ void CheckpointExtension::write_section(EpochSummary& epoch, Environment& enviro
     if (!m.modules.empty() || !m.plans.empty() || !m.out_of_memory.empty())
       epoch.modules = std::move(m);
   } catch (const std::exception& e) {
-    detail::warn("checkpoint: the per-module section could not be written",
-                 "the per-module section could not be written: ", e.what());
+    detail::warn("the per-module section could not be written: ", e.what());
   }
 }
 

@@ -184,8 +184,7 @@ std::string CheckpointExtension::tighten() noexcept {
               " blocks of " + c.label;
     }
   } catch (const std::exception& e) {
-    detail::warn("checkpoint: could not plan checkpointing after running out of memory",
-                 "could not plan checkpointing after running out of memory: ", e.what());
+    detail::warn("could not plan checkpointing after running out of memory: ", e.what());
   }
   return done;
 }

@@ -103,16 +103,14 @@ class DistributedExtension final : public SessionExtension {
         const std::string error = exchange_->post(epoch.index, serialize_rank_summary(mine));
         if (!error.empty() && !post_failed_) {
           post_failed_ = true;
-          detail::warn("distributed", "rank ", rank_.rank,
-                       " could not send its epoch summary to rank 0 ",
+          detail::warn("rank ", rank_.rank, " could not send its epoch summary to rank 0 ",
                        "(the job report will name it missing): ", error);
         }
         return;
       }
       merge_and_write(std::move(mine), epoch.index);
     } catch (const std::exception& e) {
-      detail::warn("distributed: job report for epoch", "job report for epoch ", epoch.index,
-                   " failed: ", e.what());
+      detail::warn("job report for epoch ", epoch.index, " failed: ", e.what());
     }
   }
 
@@ -120,8 +118,7 @@ class DistributedExtension final : public SessionExtension {
   void merge_and_write(RankSummary mine, std::int64_t epoch) {
     Gathered g = exchange_->gather(epoch);
     if (!g.error.empty())
-      detail::warn("distributed: rank 0 could not read the other ranks' summaries from the store",
-                   "rank 0 could not read the other ranks' summaries from the store: ", g.error);
+      detail::warn("rank 0 could not read the other ranks' summaries from the store: ", g.error);
     std::vector<RankSummary> all;
     all.reserve(g.payloads.size() + 1);
     all.push_back(std::move(mine));
@@ -141,7 +138,7 @@ class DistributedExtension final : public SessionExtension {
     try {
       write_file_atomically(job_path_, format_job_json(job_));
     } catch (const std::exception& e) {
-      detail::warn("distributed", e.what());  // a lost report must never stop the run
+      detail::warn(e.what());  // a lost report must never stop the run
     }
     if (state_.options().print_report()) {
       const std::string text = format_job_terminal(job_);

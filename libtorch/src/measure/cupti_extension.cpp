@@ -84,8 +84,7 @@ CuptiExtension::~CuptiExtension() {
     try {
       recorder_->close();  // the end line: a complete file, told apart from a truncated one
     } catch (const std::exception& e) {
-      detail::warn("cupti: the GPU activity file is incomplete",
-                   "the GPU activity file is incomplete: ", e.what());
+      detail::warn("the GPU activity file is incomplete: ", e.what());
     }
   }
 }
@@ -193,8 +192,7 @@ void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) no
     try {
       hooks_.synchronize();
     } catch (const std::exception& e) {
-      detail::warn("cupti: the device could not be synchronized at the epoch end",
-                   "the device could not be synchronized at the epoch end: ", e.what());
+      detail::warn("the device could not be synchronized at the epoch end: ", e.what());
     }
   }
   if (collector_) collector_->flush(/*force=*/true);
@@ -209,8 +207,7 @@ void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) no
     last_summary_ = s;
     epoch.gpu = std::move(s);
   } catch (const std::exception& e) {
-    detail::warn("cupti: GPU activity of epoch", "GPU activity of epoch ", epoch_,
-                 " could not be summarized: ", e.what());
+    detail::warn("GPU activity of epoch ", epoch_, " could not be summarized: ", e.what());
   }
   try {
     aggregator_ = std::make_unique<GpuAggregator>();
@@ -250,8 +247,7 @@ std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options,
     props = DeviceProperties{device->index(), p->name, p->major, p->minor,
                              static_cast<std::int64_t>(p->totalGlobalMem)};
   } catch (const std::exception& e) {
-    detail::warn("cupti: device properties",
-                 "the device's properties could not be read: ", e.what());
+    detail::warn("the device's properties could not be read: ", e.what());
   }
   CuptiDeviceHooks hooks;
   const c10::DeviceIndex index = device->index();

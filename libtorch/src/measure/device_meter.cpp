@@ -38,7 +38,7 @@ DeviceMeter::~DeviceMeter() {
 }
 
 void DeviceMeter::disable_timing(const char* what, const std::exception& e) noexcept {
-  detail::warn("device timing: device timing", "device timing ", what, ": ", e.what());
+  detail::warn("device timing ", what, ": ", e.what());
   device_.reset();
 }
 
@@ -123,7 +123,7 @@ void DeviceMeter::drain(bool wait,
         }
         s.record.device_ms = s.start->elapsedTime(*s.stop);
       } catch (const std::exception& e) {
-        detail::warn("device timing: device time not read", "device time not read: ", e.what());
+        detail::warn("device time not read: ", e.what());
       }
     }
     PhaseRecord r = s.record;

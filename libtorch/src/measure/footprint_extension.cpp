@@ -73,8 +73,7 @@ void FootprintExtension::on_footprint(FootprintParts& parts, Environment& enviro
     }
     parts.model = f;
   } catch (const std::exception& e) {
-    detail::warn("footprint: memory footprint not measured",
-                 "memory footprint not measured: ", e.what());
+    detail::warn("memory footprint not measured: ", e.what());
   }
 }
 

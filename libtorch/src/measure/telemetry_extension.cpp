@@ -19,7 +19,7 @@ void TelemetryExtension::on_epoch_begin(std::int64_t) noexcept {
   try {
     (void)sampler_->take();
   } catch (const std::exception& e) {
-    detail::warn("telemetry: NVML telemetry", "NVML telemetry: ", e.what());
+    detail::warn("NVML telemetry: ", e.what());
   }
 }
 
@@ -27,7 +27,7 @@ void TelemetryExtension::on_epoch_measured(EpochSummary& epoch, Environment&) no
   try {
     epoch.telemetry = sampler_->take();
   } catch (const std::exception& e) {
-    detail::warn("telemetry: NVML telemetry not taken", "NVML telemetry not taken: ", e.what());
+    detail::warn("NVML telemetry not taken: ", e.what());
   }
 }
 

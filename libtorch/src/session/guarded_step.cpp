@@ -53,8 +53,7 @@ int guarded_step(EpochScope& epoch, std::int64_t samples,
       OutOfMemoryEvent& event = ext->out_of_memory_event(index);
       event.action = action;
       event.retried = retried_event == index;
-      detail::warn("session: out of memory in step", "out of memory in step ", event.step, ", ",
-                   phase_name(event.phase), " phase",
+      detail::warn("out of memory in step ", event.step, ", ", phase_name(event.phase), " phase",
                    (event.module.empty() ? "" : ", block " + event.module), ": ", action);
       if (!event.retried) throw;
     }

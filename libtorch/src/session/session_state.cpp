@@ -168,7 +168,7 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     }
     report_.epochs.push_back(std::move(summary));
   } catch (const std::exception& e) {
-    detail::warn("session", "epoch ", epoch_index_, " could not be summarized: ", e.what());
+    detail::warn("epoch ", epoch_index_, " could not be summarized: ", e.what());
   }
   epoch_.reset();
   ++epoch_index_;
@@ -184,7 +184,7 @@ void SessionState::write_report() noexcept {
   } catch (const std::exception& e) {
     // The folder was checked at session start; if it went away since, say so and go on
     // training: a lost report must never stop the run.
-    detail::warn("session", e.what());
+    detail::warn(e.what());
   }
   if (options_.print_report()) {
     try {
@@ -193,7 +193,7 @@ void SessionState::write_report() noexcept {
       std::fprintf(stdout, "  report: %s\n\n", report_path_.c_str());
       std::fflush(stdout);
     } catch (const std::exception& e) {
-      detail::warn("session: terminal report failed", "terminal report failed: ", e.what());
+      detail::warn("terminal report failed: ", e.what());
     }
   }
 }

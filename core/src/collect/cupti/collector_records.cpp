@@ -150,8 +150,7 @@ void CuptiCollector::Impl::deliver() {
   try {
     if (sink) sink(std::move(batch));
   } catch (const std::exception& e) {
-    detail::warn("cupti: GPU activity could not be aggregated",
-                 "GPU activity could not be aggregated: ", e.what());
+    detail::warn("GPU activity could not be aggregated: ", e.what());
   } catch (...) {
     detail::swallowed("collect/cupti/collector_records.cpp");
   }

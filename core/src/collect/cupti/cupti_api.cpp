@@ -151,8 +151,8 @@ std::string result_text(const Api& api, CUptiResult r) noexcept {
 CUptiResult check(const Api& api, CUptiResult r, std::string_view field,
                   std::string_view args) noexcept {
   if (r == CUPTI_SUCCESS) return r;
-  detail::warn(cupti_function_name(field), cupti_function_name(field), "(", args,
-               ") failed: ", result_text(api, r));
+  detail::warn_as(cupti_function_name(field), cupti_function_name(field), "(", args,
+                  ") failed: ", result_text(api, r));
   return r;
 }
 
