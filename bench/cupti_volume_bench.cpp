@@ -2,7 +2,7 @@
 // replayed through the CUPTI stand-in, once with every runtime, driver and synchronization call
 // recorded (what fathom enabled before issue 12) and once with fathom's selection.
 //
-//   cupti_volume_bench [trace.json.gz ...]   (default: ../shared/traces' ResNet-50 and AlexNet)
+//   cupti_volume_bench [trace.json.gz ...]   (default: tests/data/traces' ResNet-50 and AlexNet)
 //
 // The traces were recorded by Kineto, which leaves cudaGetDevice and a few driver calls out, so
 // the "every call" column is a lower bound of what recording whole domains costs.
@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> traces;
   for (int i = 1; i < argc; ++i) traces.push_back(argv[i]);
   if (traces.empty()) {
-    traces = {FATHOM_SHARED_TRACES "/tbplugin_v100_resnet50_workers0.json.gz",
-              FATHOM_SHARED_TRACES "/hta_a100_alexnet.json.gz"};
+    traces = {FATHOM_TEST_TRACES "/tbplugin_v100_resnet50_workers0.json.gz",
+              FATHOM_TEST_TRACES "/hta_a100_alexnet.json.gz"};
   }
   Control& c = fathom::standin::load();
   const auto cbids = runtime_cbids(c);

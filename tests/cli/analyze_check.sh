@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `fathom analyze` on a real trace from ../shared/traces, skipped (77) when the trace is absent.
+# `fathom analyze` on a real trace from tests/data/traces, skipped (77) when the trace is absent.
 #   analyze_check.sh FATHOM TRACE JSON_OUT [REGEX...] [json:REGEX...] [-- ANALYZE_ARG...]
 # Exit status must be 0; each REGEX must match the printed analysis, each json:REGEX the JSON
 # written to JSON_OUT; a REGEX starting with '!' must match nothing.

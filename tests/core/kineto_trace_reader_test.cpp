@@ -192,16 +192,16 @@ TEST(KinetoTraceReader, MissingFileIsNamed) {
   }
 }
 
-// --- the real traces in ../shared/traces (never copied into the repository) ---
+// --- the real traces in tests/data/traces ---
 
 class SharedTraces : public ::testing::Test {
  protected:
   static std::string trace(const char* name) {
-    return std::string(FATHOM_SHARED_TRACES) + "/" + name;
+    return std::string(FATHOM_TEST_TRACES) + "/" + name;
   }
   void SetUp() override {
     if (!fs::exists(trace("README.md")))
-      GTEST_SKIP() << "no shared traces at " << FATHOM_SHARED_TRACES;
+      GTEST_SKIP() << "no shared traces at " << FATHOM_TEST_TRACES;
   }
   static GpuSummary summary(const char* name) {
     GpuSummaryOptions o;
