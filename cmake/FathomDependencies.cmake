@@ -44,6 +44,18 @@ if(NOT ZLIB_FOUND)
                  "activity files are refused with an error that says so; plain files work")
 endif()
 
+# libsqlite3 reads Nsight Systems exports (`fathom analyze RUN.sqlite`); without it such files are
+# refused with an error that says how to get it. The GPU machine may lack its headers.
+option(FATHOM_WITH_SQLITE "Read Nsight Systems SQLite exports with libsqlite3, when it is found" ON)
+if(FATHOM_WITH_SQLITE)
+  find_package(SQLite3 QUIET)
+endif()
+if(NOT SQLite3_FOUND)
+  set(SQLite3_FOUND FALSE)
+  message(STATUS "fathom: without libsqlite3 (not found, or FATHOM_WITH_SQLITE=OFF): Nsight "
+                 "Systems exports are refused with an error that says so")
+endif()
+
 # NVTX3 is header-only and ships with the CUDA toolkit; CUPTI comes with the toolkit as well.
 find_package(CUDAToolkit QUIET)
 find_path(FATHOM_NVTX3_INCLUDE nvtx3/nvToolsExt.h

@@ -11,7 +11,7 @@ need_apt=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 ensure_system_packages() {
   local pkgs=(build-essential cmake ninja-build ccache libfmt-dev nlohmann-json3-dev libgtest-dev
-              libgmock-dev libcli11-dev libbenchmark-dev zlib1g-dev python3-venv
+              libgmock-dev libcli11-dev libbenchmark-dev zlib1g-dev libsqlite3-dev python3-venv
               chromium  # chromium: the HTML report's headless render test
               libgloo-dev)  # gloo headers for examples/distributed (docs/distributed.md)
   for p in "${pkgs[@]}"; do have_pkg "$p" || need_apt+=("$p"); done

@@ -1,5 +1,7 @@
 // fathom analyze TRACE: the Tensor Core, transfer and timeline analyses of a PyTorch profiler
-// trace (.json, .json.gz) or a fathom activity file (.jsonl[.gz]), printed and written as JSON.
+// trace (.json, .json.gz), a fathom activity file (.jsonl[.gz]) or an Nsight Systems SQLite
+// export (.sqlite: with the advisor's findings, per step and per device), printed and written as
+// JSON (and, for an export, as the HTML report).
 #include <fathom/error.h>
 #include <fathom/replay.h>
 #include <fmt/format.h>
@@ -9,9 +11,13 @@
 #include <memory>
 #include <optional>
 
+#include <fathom/report_writers.h>
+
+#include "advise/export_analysis.h"
 #include "analyze/transfer_analysis.h"
 #include "commands.h"
 #include "records/atomic_file.h"
+#include "report/analysis_json.h"
 #include "report/chrome_trace.h"
 
 namespace fathom::cli {
@@ -21,6 +27,7 @@ struct AnalyzeArgs {
   std::string path;
   std::string json_out;
   std::string chrome_trace_out;
+  std::string html_out;
   std::string pcie;  // "GEN:WIDTH"
   std::optional<double> link_gbps;
 };
@@ -58,8 +65,46 @@ LinkPeak link_of(const AnalyzeArgs& a) {
                   "the trace does not give the PCIe generation and width (pass --pcie GEN:WIDTH)"};
 }
 
+// An Nsight Systems export: streamed (exports reach gigabytes), advised, one section per device.
+int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
+  if (!a.chrome_trace_out.empty())
+    throw Error(
+        "--chrome-trace is not available for an Nsight Systems export: open the .nsys-rep in "
+        "Nsight Systems itself");
+  GpuSummaryOptions options;
+  options.source = "Nsight Systems export";
+  options.link = link;
+  const ExportAnalysis x = analyze_nsight_export(a.path, options);
+  const EpochSummary& e = x.report.epochs.front();
+  std::cout << fmt::format("fathom analyze | {} (Nsight Systems{}{}; {} rows, {} ranges of fathom's "
+                           "domain, {} op ranges)\n",
+                           a.path, x.info.nsys_version.empty() ? "" : " ",
+                           x.info.nsys_version, x.info.rows, x.info.fathom_ranges,
+                           x.info.op_ranges);
+  std::cout << format_terminal_report(x.report);
+  for (const DeviceAnalysis& d : x.devices)
+    std::cout << fmt::format("\ndevice {} alone (its GPU work and the processes that used it)\n",
+                             d.device)
+              << format_gpu_summary_text(d.gpu);
+  for (const std::string& s : x.info.skipped) std::cout << "  skipped: " << s << "\n";
+  if (!a.json_out.empty()) {
+    AnalysisDocument doc{a.path, *e.gpu, x.devices, e.findings, x.info};
+    write_file_atomically(a.json_out, format_analysis_json(doc));
+    std::cout << fmt::format("  JSON written to {}\n", a.json_out);
+  }
+  if (!a.html_out.empty()) {
+    write_file_atomically(a.html_out, format_html_report(x.report));
+    std::cout << fmt::format("  HTML written to {}\n", a.html_out);
+  }
+  return 0;
+}
+
 int run_analyze(const AnalyzeArgs& a) {
   const LinkPeak link = link_of(a);
+  if (is_sqlite_file(a.path)) return run_analyze_export(a, link);
+  if (!a.html_out.empty())
+    throw Error("--html is written for Nsight Systems exports; for a trace, use --json and "
+                "`fathom diff`, or --chrome-trace for ui.perfetto.dev");
   const bool replay = is_activity_file(a.path);
   const GpuActivity activity = load_trace(a.path);
   GpuSummaryOptions options;
@@ -77,7 +122,7 @@ int run_analyze(const AnalyzeArgs& a) {
     std::cout << fmt::format("  Chrome trace written to {}\n", a.chrome_trace_out);
   }
   if (!a.json_out.empty()) {
-    write_file_atomically(a.json_out, format_gpu_analysis_json(summary, a.path));
+    write_file_atomically(a.json_out, format_analysis_json(AnalysisDocument{a.path, summary}));
     std::cout << fmt::format("  JSON written to {}\n", a.json_out);
   }
   return 0;
@@ -89,11 +134,15 @@ Run add_analyze_command(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze",
                                  "Tensor Core, transfer and timeline analysis of a PyTorch "
-                                 "profiler trace or a fathom activity file");
+                                 "profiler trace, a fathom activity file or an Nsight Systems "
+                                 "SQLite export");
   cmd->add_option("trace", args->path,
-                  "the trace (.json, .json.gz) or activity file (.jsonl, .jsonl.gz)")
+                  "the trace (.json, .json.gz), activity file (.jsonl, .jsonl.gz) or Nsight "
+                  "Systems export (`nsys export --type sqlite`)")
       ->required();
   cmd->add_option("--json", args->json_out, "also write the analysis as JSON to this file");
+  cmd->add_option("--html", args->html_out,
+                  "also write the report as one HTML page to this file (Nsight exports)");
   cmd->add_option("--chrome-trace", args->chrome_trace_out,
                   "also write the records as a Chrome trace (ui.perfetto.dev) to this file");
   cmd->add_option("--pcie", args->pcie,

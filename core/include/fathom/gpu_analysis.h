@@ -152,9 +152,18 @@ struct TransferDirection {
   std::optional<double> share_of_peak;
 };
 
+// Copies by the phase that launched them.
+struct PhaseTransfers {
+  std::string phase;  // phase_name(), or "unattributed"
+  std::int64_t count = 0;
+  std::int64_t bytes = 0;
+  std::int64_t total_ns = 0;
+};
+
 struct TransferResult {
   std::vector<TransferDirection> directions;  // in MemcpyKind order
   std::vector<TransferRow> rows;              // direction x host memory x async
+  std::vector<PhaseTransfers> phases;         // phases with copies, then "unattributed"
   LinkPeak link;
   std::int64_t count = 0;
   std::int64_t bytes = 0;
@@ -206,6 +215,24 @@ struct TimelineResult {
   std::int64_t sync_record_ns = 0;
   bool launches_recorded = false;  // without runtime calls, late launches cannot be told apart
   std::int64_t late_records = 0;
+};
+
+// One training step's GPU work (`fathom analyze`): what its thread launched while the step was
+// open (by the launch's host time), and how busy the devices were inside its wall-clock window.
+struct StepGpu {
+  std::string name;  // "step 12", "ProfilerStep#3"
+  std::int64_t wall_ns = 0;
+  std::int64_t kernel_count = 0;
+  std::int64_t kernel_ns = 0;  // compute kernels (communication left out)
+  std::int64_t tensor_core_ns = 0;
+  std::optional<double> tensor_core_share;  // of kernel_ns
+  std::int64_t communication_ns = 0;
+  std::int64_t memcpy_count = 0;
+  std::int64_t memcpy_bytes = 0;
+  std::int64_t memcpy_ns = 0;
+  std::int64_t busy_ns = 0;  // union of GPU work inside the window, summed over devices
+  std::int64_t idle_ns = 0;  // window minus busy, for one device (an analysis per device)
+  std::optional<double> busy_share;  // busy_ns / wall_ns, for one device
 };
 
 }  // namespace fathom

@@ -21,6 +21,8 @@ struct GpuSummary {
   TensorCoreResult tensor_cores;
   TransferResult transfers;
   TimelineResult timeline;
+  std::vector<StepGpu> steps;  // per step, when the source asked for them (`fathom analyze`)
+  std::int64_t steps_not_listed = 0;  // steps past the table's limit: in the totals only
   std::int64_t records = 0;
   std::int64_t dropped_records = 0;  // totals are lower bounds when this is not 0
   std::vector<Unmeasured> not_measured;
@@ -39,8 +41,9 @@ std::string format_gpu_summary_json(const GpuSummary& s);
 // Throws fathom::Error naming source_name and the problem.
 GpuSummary parse_gpu_summary_json(const std::string& text, const std::string& source_name);
 
-// What `fathom analyze` writes: {"schema": "fathom.analysis", "schema_version", "input", "gpu"}.
-inline constexpr int kAnalysisSchemaVersion = 1;
+// What `fathom analyze` writes: {"schema": "fathom.analysis", "schema_version", "input", "gpu",
+// "devices", "findings", "nsight"} (docs/report-schema.md); this writes the first four.
+inline constexpr int kAnalysisSchemaVersion = 2;
 std::string format_gpu_analysis_json(const GpuSummary& s, const std::string& input_path);
 
 }  // namespace fathom

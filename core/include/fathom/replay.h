@@ -1,12 +1,18 @@
 #pragma once
 // Replay: the GPU analyses on records captured elsewhere, for tools and `fathom analyze`. Reads a
-// fathom activity file (.jsonl, .jsonl.gz: what a session saves with Options::save_activity) or a
-// PyTorch profiler (Kineto) Chrome trace (.json, .json.gz) into the records the CUPTI collector
-// produces, and runs the same aggregation and analyses a live session runs.
+// fathom activity file (.jsonl, .jsonl.gz: what a session saves with Options::save_activity), a
+// PyTorch profiler (Kineto) Chrome trace (.json, .json.gz) or an Nsight Systems SQLite export
+// (`nsys export --type sqlite`) into the records the CUPTI collector produces, and runs the same
+// aggregation and analyses a live session runs.
 #include <fathom/gpu_records.h>
 #include <fathom/gpu_summary.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace fathom {
 
@@ -27,7 +33,44 @@ bool is_activity_file(const std::string& path);
 GpuActivity read_kineto_trace(const std::string& path);
 GpuActivity parse_kineto_trace(const std::string& text, const std::string& source_name);
 
-// Either kind of file, told apart by its content (an activity file header, or else a trace).
+// An Nsight Systems SQLite export: its CUPTI kernel, memcpy, memset, synchronization and runtime
+// tables, and its NVTX ranges (fathom's own domain: epochs, steps, phases, ops; PyTorch's
+// emit_nvtx op ranges; other domains are counted, not read). Enum values are decoded through the
+// export's own ENUM_* tables. Kernels, copies and memsets carry the phase that was open on the
+// thread that launched them (same correlation id, same process). Rows that cannot be records
+// (end before start, negative times, names that reference no string) are skipped and counted.
+struct NsightExportInfo {
+  std::string nsys_version;       // META_DATA_EXPORT's product version; "" when absent
+  std::int64_t rows = 0;          // rows turned into records
+  std::int64_t skipped_rows = 0;  // rows that could not be (see skipped)
+  std::vector<std::string> skipped;  // one line per reason: "3 kernel rows: end before start"
+  std::int64_t fathom_ranges = 0;    // ranges in fathom's NVTX domain
+  std::int64_t op_ranges = 0;        // op ranges (fathom's or emit_nvtx's)
+  std::int64_t other_domain_ranges = 0;  // ranges of other domains (NCCL, ...): not read
+  std::vector<std::int32_t> devices;     // with kernels, copies or memsets, ascending
+  bool device_table = false;  // TARGET_INFO_GPU named the devices
+};
+
+// Which part of an export to read: everything, or one device's GPU records with the host records
+// of the processes that used it.
+struct NsightReadOptions {
+  std::optional<std::int32_t> device;
+  std::size_t batch_records = 65536;
+};
+
+// True when the file starts with SQLite's header. Throws fathom::Error only when the file cannot
+// be read at all.
+bool is_sqlite_file(const std::string& path);
+// Streams the export into sink in batches of time-ordered records: memory is bounded by the
+// distinct names and the open ranges, not by the rows. Throws fathom::Error naming the file and
+// the problem: not SQLite, not an Nsight export, a table or enum table missing, damaged or locked.
+NsightExportInfo read_nsight_export(const std::string& path,
+                                    const std::function<void(GpuActivity&&)>& sink,
+                                    const NsightReadOptions& options = {});
+GpuActivity load_nsight_export(const std::string& path, NsightExportInfo* info = nullptr);
+
+// Any of the three, told apart by content (SQLite's header, an activity file header, or else a
+// trace).
 GpuActivity load_trace(const std::string& path);
 
 // The aggregation and the analyses of a live session, on records in memory.

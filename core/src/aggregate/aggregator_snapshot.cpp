@@ -60,6 +60,12 @@ GpuAggregate GpuAggregator::Impl::snapshot() {
     t.idle.other_ns = std::max<std::int64_t>(0, t.idle_ns - known);
     a.timelines.push_back(t);
   }
+  a.step_rows = step_rows;
+  for (std::size_t i = 0; i < a.step_rows.size(); ++i)
+    for (const auto& [device, u] : step_busy[i]) a.step_rows[i].busy_ns += u.total();
+  std::sort(a.step_rows.begin(), a.step_rows.end(),
+            [](const StepGpuStats& x, const StepGpuStats& y) { return x.start_ns < y.start_ns; });
+  a.folded_steps = folded_steps;
   std::sort(a.timelines.begin(), a.timelines.end(),
             [](const DeviceTimelineStats& x, const DeviceTimelineStats& y) {
               return x.device < y.device;

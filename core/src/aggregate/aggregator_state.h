@@ -46,6 +46,7 @@ struct HeldGpu {
   HeldType type = HeldType::Kernel;
   bool tensor_core = false;
   bool communication = false;
+  std::int64_t step = -1;      // the step row that launched it; -1 if none
   std::int8_t phase = -1;      // given by the source (external correlation); -1 if not
   bool undecided = false;      // the name says neither Tensor Cores nor CUDA cores
   bool op_may_decide = false;  // ... and a 16- / 8-bit eligible op on this device would
@@ -81,6 +82,20 @@ struct PhaseRange {
   std::uint64_t thread = 0;
   std::uint32_t generation = 0;
   Phase phase = Phase::Data;
+};
+
+// A step row's window, for finding the step a launch or a GPU interval falls in.
+struct StepWindow {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  std::uint64_t thread = 0;
+  std::uint32_t row = 0;
+};
+
+// A step row's busy time on one device: the union of the GPU intervals clipped to its window.
+struct StepBusy {
+  std::uint32_t row = 0;
+  std::int32_t device = 0;
 };
 
 struct HostSpan {
@@ -146,6 +161,10 @@ struct GpuAggregator::Impl {
   std::vector<EligibleOpStats> ops;
   std::array<PhaseGpuStats, kPhaseBuckets> phases{};
   std::vector<DeviceState> timelines;
+  std::vector<StepGpuStats> step_rows;
+  std::vector<StepWindow> step_windows;  // sorted by start
+  std::vector<std::vector<std::pair<std::int32_t, Union>>> step_busy;  // per row: per device
+  std::int64_t folded_steps = 0;
 
   std::int64_t records = 0, dropped = 0, late = 0, folded_names = 0, folded_ops = 0;
   bool op_dtypes = false;
@@ -239,6 +258,12 @@ struct GpuAggregator::Impl {
   };
 
   Lookup build_lookup();
+
+  void add_step_row(const AnnotationRecord& r);
+  // The step row whose window holds t, preferring one on thread; -1 when none does.
+  std::int64_t step_at(std::int64_t t, std::uint64_t thread) const;
+  // Adds the GPU interval [s, e) on device to the busy time of the steps it overlaps.
+  void add_step_busy(std::int32_t device, std::int64_t s, std::int64_t e);
 
   // The innermost phase range open at t, preferring ranges on the launching thread.
   static std::optional<Phase> phase_at(const Lookup& l, std::int64_t t, std::uint64_t thread);

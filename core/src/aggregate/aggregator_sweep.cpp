@@ -106,6 +106,13 @@ void GpuAggregator::Impl::attribute(HeldGpu& h, const Lookup& l) {
   else
     phase = phase_at(l, h.start, 0);
   PhaseGpuStats& p = phases[phase ? static_cast<std::size_t>(*phase) : kUnattributed];
+  PhaseGpuStats* step = nullptr;
+  if (!step_rows.empty()) {
+    h.step = launch ? step_at(launch->start, launch->thread)
+             : op   ? step_at(op->start, op->thread)
+                    : step_at(h.start, 0);
+    if (h.step >= 0) step = &step_rows[static_cast<std::size_t>(h.step)].work;
+  }
 
   const std::int64_t d = h.end - h.start;
   if (h.type == HeldType::Kernel) {
@@ -116,11 +123,14 @@ void GpuAggregator::Impl::attribute(HeldGpu& h, const Lookup& l) {
       ++kernels[h.kernel].tensor_core_by_op_count;
       kernels[h.kernel].tensor_core_by_op_ns += d;
     }
-    ++p.kernel_count;
-    p.kernel_ns += d;
-    if (tensor_core) p.tensor_core_ns += d;
-    if (unknown) p.unknown_ns += d;
-    if (h.communication) p.communication_ns += d;
+    for (PhaseGpuStats* s : {&p, step}) {
+      if (!s) continue;
+      ++s->kernel_count;
+      s->kernel_ns += d;
+      if (tensor_core) s->tensor_core_ns += d;
+      if (unknown) s->unknown_ns += d;
+      if (h.communication) s->communication_ns += d;
+    }
     if (op) {
       ++op->kernels;
       if (tensor_core) {
@@ -134,9 +144,12 @@ void GpuAggregator::Impl::attribute(HeldGpu& h, const Lookup& l) {
       }
     }
   } else if (h.type == HeldType::Memcpy) {
-    ++p.memcpy_count;
-    p.memcpy_bytes += h.bytes;
-    p.memcpy_ns += d;
+    for (PhaseGpuStats* s : {&p, step}) {
+      if (!s) continue;
+      ++s->memcpy_count;
+      s->memcpy_bytes += h.bytes;
+      s->memcpy_ns += d;
+    }
   }
 }
 
@@ -211,6 +224,7 @@ void GpuAggregator::Impl::sweep_timeline(const Lookup& l) {
     else if (s > st->busy.seg_end)
       attribute_gap(st->idle, l, st->busy.seg_end, s, h.launch_ns);
     st->busy.add(s, e);
+    if (!step_windows.empty()) add_step_busy(h.device, s, e);
     if (h.type == HeldType::Kernel) {
       st->kernel.add(s, e);
       st->kernel_or_memcpy.add(s, e);

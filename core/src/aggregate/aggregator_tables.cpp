@@ -193,6 +193,7 @@ void GpuAggregator::Impl::add_annotation(const AnnotationRecord& r) {
     step_ns += duration(r.start_ns, r.end_ns);
     first_step = std::min(first_step, r.start_ns);
     last_step_end = std::max(last_step_end, r.end_ns);
+    if (limits.step_rows > 0) add_step_row(r);
   } else if (r.role == AnnotationRole::Phase) {
     ranges.push_back(PhaseRange{r.start_ns, r.end_ns, r.thread, generation, r.phase});
     check_host_limit();

@@ -97,6 +97,16 @@ struct PhaseGpuStats {
   std::int64_t memcpy_ns = 0;
 };
 
+// One training step (a step annotation: a fathom step range, ProfilerStep#N): the GPU work its
+// thread launched while it was open, and how much of its wall-clock window the devices were busy.
+struct StepGpuStats {
+  std::string name;  // the annotation's name ("step 12", "ProfilerStep#3")
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  PhaseGpuStats work;        // launched by the step (by the launch's host time)
+  std::int64_t busy_ns = 0;  // union of GPU intervals inside the window, summed over devices
+};
+
 // One device's timeline over the analysed window. Each *_ns is the length of a union of
 // intervals, so concurrent work on several streams counts once.
 struct DeviceTimelineStats {
@@ -123,6 +133,8 @@ struct GpuAggregate {
   bool op_dtypes_recorded = false;  // some eligible op carried its input types (record_shapes)
   std::array<PhaseGpuStats, kPhaseBuckets> phases{};
   std::vector<DeviceTimelineStats> timelines;  // one per device with activity
+  std::vector<StepGpuStats> step_rows;  // in start order, when AggregatorLimits::step_rows > 0
+  std::int64_t folded_steps = 0;        // steps past that limit: in the totals, not in rows
 
   std::int64_t steps = 0;  // step annotations (ProfilerStep#N, fathom steps)
   std::int64_t step_ns = 0;
@@ -149,6 +161,9 @@ struct AggregatorLimits {
   std::size_t host_records = std::size_t{1} << 20;  // launches / ops / ranges held for correlation
   std::size_t kernel_names = std::size_t{1} << 14;  // distinct names; beyond, one folded row
   std::size_t op_keys = std::size_t{1} << 12;       // distinct eligible op keys; beyond, one row
+  // Steps kept as rows of their own (StepGpuStats). Off by default: a live session's epoch has its
+  // own step table; `fathom analyze` turns it on. Steps must not overlap (one process).
+  std::size_t step_rows = 0;
 };
 
 class GpuAggregator {

@@ -1,5 +1,6 @@
 #include <fathom/gpu_summary.h>
 
+#include <algorithm>
 #include <string>
 
 #include "aggregate/gpu_aggregator.h"
@@ -25,6 +26,24 @@ GpuSummary summarize_gpu(const GpuAggregate& a, const GpuSummaryOptions& options
   s.tensor_cores = analyze_tensor_cores(a);
   s.transfers = analyze_transfers(a, options.link);
   s.timeline = analyze_timeline(a);
+  for (const StepGpuStats& st : a.step_rows) {
+    StepGpu g;
+    g.name = st.name;
+    g.wall_ns = std::max<std::int64_t>(0, st.end_ns - st.start_ns);
+    g.kernel_count = st.work.kernel_count;
+    g.kernel_ns = st.work.kernel_ns - st.work.communication_ns;
+    g.tensor_core_ns = st.work.tensor_core_ns;
+    if (g.kernel_ns > 0) g.tensor_core_share = double(g.tensor_core_ns) / double(g.kernel_ns);
+    g.communication_ns = st.work.communication_ns;
+    g.memcpy_count = st.work.memcpy_count;
+    g.memcpy_bytes = st.work.memcpy_bytes;
+    g.memcpy_ns = st.work.memcpy_ns;
+    g.busy_ns = st.busy_ns;
+    g.idle_ns = std::max<std::int64_t>(0, g.wall_ns - g.busy_ns);
+    if (g.wall_ns > 0) g.busy_share = double(g.busy_ns) / double(g.wall_ns);
+    s.steps.push_back(std::move(g));
+  }
+  s.steps_not_listed = a.folded_steps;
 
   if (s.transfers.count > 0 && !options.link.gb_per_s) {
     s.not_measured.push_back({"transfer bandwidth against the link peak",

@@ -9,6 +9,7 @@
 namespace fathom {
 
 GpuActivity load_trace(const std::string& path) {
+  if (is_sqlite_file(path)) return load_nsight_export(path);
   return is_activity_file(path) ? load_activity(path) : read_kineto_trace(path);
 }
 

@@ -35,6 +35,13 @@ MemoryKind host_memory_of(const MemcpyStats& m) {
 TransferResult analyze_transfers(const GpuAggregate& a, const LinkPeak& link) {
   TransferResult r;
   r.link = link;
+  for (std::size_t i = 0; i < kPhaseBuckets; ++i) {
+    const PhaseGpuStats& p = a.phases[i];
+    if (p.memcpy_count == 0) continue;
+    r.phases.push_back(
+        {i == kUnattributed ? "unattributed" : std::string(phase_name(kAllPhases[i])),
+         p.memcpy_count, p.memcpy_bytes, p.memcpy_ns});
+  }
   for (const MemcpyStats& m : a.memcpys) {
     const MemoryKind host = host_memory_of(m);
     auto row = std::find_if(r.rows.begin(), r.rows.end(), [&](const TransferRow& x) {

@@ -5,11 +5,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include "records/nvtx_vocabulary.h"
+
 namespace fathom::nvtx {
 
-inline constexpr const char* kDomainName = "fathom";
-
-enum class Kind : std::uint32_t { Epoch = 1, Step = 2, Phase = 3, Module = 4, Op = 5, Finding = 6 };
 std::string_view kind_name(Kind k) noexcept;
 // ARGB color of a kind's ranges.
 std::uint32_t kind_color(Kind k) noexcept;

@@ -236,6 +236,10 @@ json transfers_json(const TransferResult& r) {
                     {"total_ns", w.total_ns},
                     {"gb_per_s", opt(w.gb_per_s)},
                     {"share_of_peak", opt(w.share_of_peak)}});
+  json phases = json::array();
+  for (const auto& p : r.phases)
+    phases.push_back(
+        {{"phase", p.phase}, {"count", p.count}, {"bytes", p.bytes}, {"total_ns", p.total_ns}});
   return {{"link", {{"gb_per_s", opt(r.link.gb_per_s)}, {"description", r.link.description}}},
           {"count", r.count},
           {"bytes", r.bytes},
@@ -248,7 +252,8 @@ json transfers_json(const TransferResult& r) {
           {"pageable_async_count", r.pageable_async_count},
           {"large_sync_h2d_count", r.large_sync_h2d_count},
           {"directions", directions},
-          {"rows", rows}};
+          {"rows", rows},
+          {"phases", phases}};
 }
 
 TransferResult transfers_from(const json& j) {
@@ -295,7 +300,57 @@ TransferResult transfers_from(const json& j) {
     get(w, "share_of_peak", x.share_of_peak);
     r.rows.push_back(x);
   }
+  if (j.contains("phases"))  // schema 1 reports before the per-phase rows
+    for (const json& p : j.at("phases")) {
+      PhaseTransfers x;
+      get(p, "phase", x.phase);
+      get(p, "count", x.count);
+      get(p, "bytes", x.bytes);
+      get(p, "total_ns", x.total_ns);
+      r.phases.push_back(x);
+    }
   return r;
+}
+
+json steps_json(const GpuSummary& s) {
+  json out = json::array();
+  for (const StepGpu& g : s.steps)
+    out.push_back({{"name", g.name},
+                   {"wall_ns", g.wall_ns},
+                   {"kernel_count", g.kernel_count},
+                   {"kernel_ns", g.kernel_ns},
+                   {"tensor_core_ns", g.tensor_core_ns},
+                   {"tensor_core_share", opt(g.tensor_core_share)},
+                   {"communication_ns", g.communication_ns},
+                   {"memcpy_count", g.memcpy_count},
+                   {"memcpy_bytes", g.memcpy_bytes},
+                   {"memcpy_ns", g.memcpy_ns},
+                   {"busy_ns", g.busy_ns},
+                   {"idle_ns", g.idle_ns},
+                   {"busy_share", opt(g.busy_share)}});
+  return out;
+}
+
+void steps_from(const json& j, GpuSummary& s) {
+  if (!j.contains("steps")) return;
+  for (const json& x : j.at("steps")) {
+    StepGpu g;
+    get(x, "name", g.name);
+    get(x, "wall_ns", g.wall_ns);
+    get(x, "kernel_count", g.kernel_count);
+    get(x, "kernel_ns", g.kernel_ns);
+    get(x, "tensor_core_ns", g.tensor_core_ns);
+    get(x, "tensor_core_share", g.tensor_core_share);
+    get(x, "communication_ns", g.communication_ns);
+    get(x, "memcpy_count", g.memcpy_count);
+    get(x, "memcpy_bytes", g.memcpy_bytes);
+    get(x, "memcpy_ns", g.memcpy_ns);
+    get(x, "busy_ns", g.busy_ns);
+    get(x, "idle_ns", g.idle_ns);
+    get(x, "busy_share", g.busy_share);
+    s.steps.push_back(std::move(g));
+  }
+  get_if(j, "steps_not_listed", s.steps_not_listed);
 }
 
 json timeline_json(const TimelineResult& r) {
@@ -397,6 +452,8 @@ json gpu_summary_to_json(const GpuSummary& s) {
           {"tensor_cores", s.gpu_activity ? tensor_cores_json(s.tensor_cores) : json(nullptr)},
           {"transfers", s.gpu_activity ? transfers_json(s.transfers) : json(nullptr)},
           {"timeline", s.gpu_activity ? timeline_json(s.timeline) : json(nullptr)},
+          {"steps", steps_json(s)},
+          {"steps_not_listed", s.steps_not_listed},
           {"not_measured", not_measured}};
 }
 
@@ -418,6 +475,7 @@ GpuSummary gpu_summary_from_json(const json& j) {
   if (!j.at("tensor_cores").is_null()) s.tensor_cores = tensor_cores_from(j.at("tensor_cores"));
   if (!j.at("transfers").is_null()) s.transfers = transfers_from(j.at("transfers"));
   if (!j.at("timeline").is_null()) s.timeline = timeline_from(j.at("timeline"));
+  steps_from(j, s);
   for (const json& u : j.at("not_measured")) s.not_measured.push_back(unmeasured_from(u));
   return s;
 }

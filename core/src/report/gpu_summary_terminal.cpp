@@ -4,7 +4,9 @@
 #include <fathom/gpu_summary.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
+#include <vector>
 
 #include "aggregate/kernel_classifier.h"
 #include "analyze/transfer_analysis.h"
@@ -147,6 +149,54 @@ void timeline(std::string& out, const TimelineResult& t) {
   }
 }
 
+void copies_by_phase(std::string& out, const TransferResult& t) {
+  if (t.phases.empty()) return;
+  out += "    copies by phase:";
+  for (const PhaseTransfers& p : t.phases)
+    fmt::format_to(std::back_inserter(out), "  {} {} ({}, {})", p.phase, p.count,
+                   bytes_text(p.bytes), ms(p.total_ns));
+  out += "\n";
+}
+
+// The steps one by one: the first rows, then the slowest (where a regression shows).
+constexpr std::size_t kStepRowsShown = 12;
+
+void steps(std::string& out, const GpuSummary& s) {
+  if (s.steps.empty()) return;
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "  per step ({} step{}; GPU work by the step that launched it):\n",
+                 s.steps.size() + s.steps_not_listed, s.steps.size() == 1 ? "" : "s");
+  fmt::format_to(o, "    {:<22} {:>10} {:>9} {:>8} {:>11} {:>7} {:>10}\n", "step", "wall",
+                 "GPU busy", "kernels", "compute", "TC", "copies");
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < s.steps.size(); ++i) rows.push_back(i);
+  if (rows.size() > kStepRowsShown) {
+    std::vector<std::size_t> slow(rows.begin() + kStepRowsShown / 2, rows.end());
+    std::partial_sort(slow.begin(), slow.begin() + kStepRowsShown / 2, slow.end(),
+                      [&](std::size_t a, std::size_t b) {
+                        return s.steps[a].wall_ns > s.steps[b].wall_ns;
+                      });
+    slow.resize(kStepRowsShown / 2);
+    std::sort(slow.begin(), slow.end());
+    rows.resize(kStepRowsShown / 2);
+    rows.insert(rows.end(), slow.begin(), slow.end());
+  }
+  std::size_t last = 0;
+  for (std::size_t i : rows) {
+    if (i > last + 1 && last != 0)
+      fmt::format_to(o, "    ... (the slowest of the rest follow)\n");
+    const StepGpu& g = s.steps[i];
+    fmt::format_to(o, "    {:<22} {:>10} {:>9} {:>8} {:>11} {:>7} {:>10}\n",
+                   g.name.size() > 22 ? g.name.substr(0, 21) + "~" : g.name, ms(g.wall_ns),
+                   pct(g.busy_share), g.kernel_count, ms(g.kernel_ns), pct(g.tensor_core_share),
+                   bytes_text(g.memcpy_bytes));
+    last = i;
+  }
+  if (s.steps_not_listed > 0)
+    fmt::format_to(o, "    {} more steps past the table's limit (in the totals only)\n",
+                   s.steps_not_listed);
+}
+
 }  // namespace
 
 std::string format_gpu_summary_text(const GpuSummary& s) {
@@ -162,7 +212,9 @@ std::string format_gpu_summary_text(const GpuSummary& s) {
   } else {
     tensor_cores(out, s.tensor_cores);
     transfers(out, s.transfers);
+    copies_by_phase(out, s.transfers);
     timeline(out, s.timeline);
+    steps(out, s);
   }
   if (s.dropped_records > 0)
     fmt::format_to(o, "  dropped records: {} of {} (the totals above are lower bounds)\n",

@@ -2,6 +2,7 @@
 // What every JSON writer of the report needs: optional fields as null, and findings in one shape
 // (the run report and the job report print them alike). Internal to fathom::core; templated on
 // the JSON type because the job report keeps its keys in order (nlohmann::ordered_json).
+#include <fathom/error.h>
 #include <fathom/report.h>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,30 @@ Json finding_json(const Finding& f) {
           {"gain_fraction", optional_json<Json>(f.gain_fraction)},
           {"fix", f.fix},
           {"applied", f.applied}};
+}
+
+inline Severity severity_from(const std::string& s) {
+  for (Severity v : {Severity::Info, Severity::Warning, Severity::Critical}) {
+    if (severity_name(v) == s) return v;
+  }
+  throw Error("unknown severity '" + s + "'");
+}
+
+template <typename Json>
+Finding finding_from(const Json& fj) {
+  Finding f;
+  f.id = fj.at("id").template get<std::string>();
+  f.severity = severity_from(fj.at("severity").template get<std::string>());
+  f.title = fj.at("title").template get<std::string>();
+  for (const auto& ev : fj.at("evidence"))
+    f.evidence.push_back(
+        {ev.at("name").template get<std::string>(), ev.at("value").template get<std::string>()});
+  f.why = fj.at("why").template get<std::string>();
+  f.estimated_gain = fj.at("estimated_gain").template get<std::string>();
+  f.gain_fraction = optional_from<double>(fj, "gain_fraction");
+  f.fix = fj.at("fix").template get<std::string>();
+  f.applied = fj.at("applied").template get<bool>();
+  return f;
 }
 
 // {"id": "device_memory", "what": ..., "why": ...}.

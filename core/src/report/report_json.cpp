@@ -255,13 +255,6 @@ json epoch_json(const EpochSummary& e) {
           {"findings", findings}};
 }
 
-Severity severity_from(const std::string& s) {
-  for (Severity v : {Severity::Info, Severity::Warning, Severity::Critical}) {
-    if (severity_name(v) == s) return v;
-  }
-  throw Error(fmt::format("unknown severity '{}'", s));
-}
-
 CopyDirection direction_from(const std::string& s) {
   for (CopyDirection d : {CopyDirection::HostToDevice, CopyDirection::DeviceToHost,
                           CopyDirection::DeviceToDevice, CopyDirection::HostToHost}) {
@@ -307,20 +300,7 @@ EpochSummary epoch_from(const json& j) {
   e.modules = detail::module_report_from(j);
   if (auto g = j.find("gpu"); g != j.end() && !g->is_null())
     e.gpu = detail::gpu_summary_from_json(*g);
-  for (const json& fj : j.at("findings")) {
-    Finding f;
-    f.id = fj.at("id").get<std::string>();
-    f.severity = severity_from(fj.at("severity").get<std::string>());
-    f.title = fj.at("title").get<std::string>();
-    for (const json& ev : fj.at("evidence"))
-      f.evidence.push_back({ev.at("name").get<std::string>(), ev.at("value").get<std::string>()});
-    f.why = fj.at("why").get<std::string>();
-    f.estimated_gain = fj.at("estimated_gain").get<std::string>();
-    f.gain_fraction = optional_from<double>(fj, "gain_fraction");
-    f.fix = fj.at("fix").get<std::string>();
-    f.applied = fj.at("applied").get<bool>();
-    e.findings.push_back(std::move(f));
-  }
+  for (const json& fj : j.at("findings")) e.findings.push_back(detail::finding_from(fj));
   return e;
 }
 

@@ -1,0 +1,95 @@
+#include "report/analysis_json.h"
+
+#include <fathom/error.h>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "report/gpu_summary_json.h"
+#include "report/json_helpers.h"
+
+namespace fathom {
+namespace {
+
+using nlohmann::json;
+
+json nsight_json(const NsightExportInfo& i) {
+  return {{"nsys_version", i.nsys_version},
+          {"rows", i.rows},
+          {"skipped_rows", i.skipped_rows},
+          {"skipped", i.skipped},
+          {"fathom_ranges", i.fathom_ranges},
+          {"op_ranges", i.op_ranges},
+          {"other_domain_ranges", i.other_domain_ranges},
+          {"devices", i.devices},
+          {"device_table", i.device_table}};
+}
+
+NsightExportInfo nsight_from(const json& j) {
+  NsightExportInfo i;
+  i.nsys_version = j.at("nsys_version").get<std::string>();
+  i.rows = j.at("rows").get<std::int64_t>();
+  i.skipped_rows = j.at("skipped_rows").get<std::int64_t>();
+  i.skipped = j.at("skipped").get<std::vector<std::string>>();
+  i.fathom_ranges = j.at("fathom_ranges").get<std::int64_t>();
+  i.op_ranges = j.at("op_ranges").get<std::int64_t>();
+  i.other_domain_ranges = j.at("other_domain_ranges").get<std::int64_t>();
+  i.devices = j.at("devices").get<std::vector<std::int32_t>>();
+  i.device_table = j.at("device_table").get<bool>();
+  return i;
+}
+
+}  // namespace
+
+std::string format_analysis_json(const AnalysisDocument& d) {
+  json j = {{"schema", "fathom.analysis"},
+            {"schema_version", kAnalysisSchemaVersion},
+            {"input", d.input},
+            {"gpu", detail::gpu_summary_to_json(d.gpu)}};
+  json devices = json::array(), findings = json::array();
+  for (const DeviceAnalysis& a : d.devices)
+    devices.push_back({{"device", a.device}, {"gpu", detail::gpu_summary_to_json(a.gpu)}});
+  for (const Finding& f : d.findings) findings.push_back(detail::finding_json(f));
+  j["devices"] = devices;
+  j["findings"] = findings;
+  j["nsight"] = d.nsight ? nsight_json(*d.nsight) : json(nullptr);
+  return j.dump(2) + "\n";
+}
+
+bool is_analysis_json(const std::string& text) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  auto s = j.find("schema");
+  return s != j.end() && s->is_string() && s->get<std::string>() == "fathom.analysis";
+}
+
+AnalysisDocument parse_analysis_json(const std::string& text, const std::string& source_name) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    throw Error(fmt::format("{} is not valid JSON (truncated or corrupted?)", source_name));
+  try {
+    if (!j.is_object() || j.value("schema", "") != "fathom.analysis")
+      throw Error(fmt::format("{} is not a fathom analysis (`fathom analyze --json` writes one)",
+                              source_name));
+    const int version = j.at("schema_version").get<int>();
+    if (version < 1 || version > kAnalysisSchemaVersion)
+      throw Error(fmt::format("{} has analysis schema version {}; this fathom reads 1 to {}",
+                              source_name, version, kAnalysisSchemaVersion));
+    AnalysisDocument d;
+    d.input = j.at("input").get<std::string>();
+    d.gpu = detail::gpu_summary_from_json(j.at("gpu"));
+    if (auto it = j.find("devices"); it != j.end())
+      for (const json& x : *it)
+        d.devices.push_back({x.at("device").get<std::int32_t>(),
+                             detail::gpu_summary_from_json(x.at("gpu"))});
+    if (auto it = j.find("findings"); it != j.end())
+      for (const json& f : *it) d.findings.push_back(detail::finding_from(f));
+    if (auto it = j.find("nsight"); it != j.end() && !it->is_null()) d.nsight = nsight_from(*it);
+    return d;
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{} is not a fathom analysis of a known shape: {}", source_name,
+                            e.what()));
+  }
+}
+
+}  // namespace fathom
