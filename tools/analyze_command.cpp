@@ -4,14 +4,13 @@
 // JSON (and, for an export, as the HTML report).
 #include <fathom/error.h>
 #include <fathom/replay.h>
+#include <fathom/report_writers.h>
 #include <fmt/format.h>
 
 #include <charconv>
 #include <iostream>
 #include <memory>
 #include <optional>
-
-#include <fathom/report_writers.h>
 
 #include "advise/export_analysis.h"
 #include "analyze/transfer_analysis.h"
@@ -76,11 +75,11 @@ int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
   options.link = link;
   const ExportAnalysis x = analyze_nsight_export(a.path, options);
   const EpochSummary& e = x.report.epochs.front();
-  std::cout << fmt::format("fathom analyze | {} (Nsight Systems{}{}; {} rows, {} ranges of fathom's "
-                           "domain, {} op ranges)\n",
-                           a.path, x.info.nsys_version.empty() ? "" : " ",
-                           x.info.nsys_version, x.info.rows, x.info.fathom_ranges,
-                           x.info.op_ranges);
+  std::cout << fmt::format(
+      "fathom analyze | {} (Nsight Systems{}{}; {} rows, {} ranges of fathom's "
+      "domain, {} op ranges)\n",
+      a.path, x.info.nsys_version.empty() ? "" : " ", x.info.nsys_version, x.info.rows,
+      x.info.fathom_ranges, x.info.op_ranges);
   std::cout << format_terminal_report(x.report);
   for (const DeviceAnalysis& d : x.devices)
     std::cout << fmt::format("\ndevice {} alone (its GPU work and the processes that used it)\n",
@@ -103,8 +102,9 @@ int run_analyze(const AnalyzeArgs& a) {
   const LinkPeak link = link_of(a);
   if (is_sqlite_file(a.path)) return run_analyze_export(a, link);
   if (!a.html_out.empty())
-    throw Error("--html is written for Nsight Systems exports; for a trace, use --json and "
-                "`fathom diff`, or --chrome-trace for ui.perfetto.dev");
+    throw Error(
+        "--html is written for Nsight Systems exports; for a trace, use --json and "
+        "`fathom diff`, or --chrome-trace for ui.perfetto.dev");
   const bool replay = is_activity_file(a.path);
   const GpuActivity activity = load_trace(a.path);
   GpuSummaryOptions options;

@@ -1,12 +1,16 @@
-// fathom diff A.json B.json: what changed between two runs and by how much. Exit status 0, or 1
-// with --fail-if-slower PCT when B's mean step time is more than PCT percent above A's.
+// fathom diff A.json B.json: what changed between two runs and by how much: two reports, or two
+// analyses (`fathom analyze --json`). Exit status 0, or 1 with --fail-if-slower PCT when B's mean
+// step time (an analysis: its compute-kernel time) is more than PCT percent above A's.
+#include <fathom/error.h>
 #include <fathom/report_diff.h>
 #include <fathom/report_writers.h>
+#include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
+#include "report/analysis_json.h"
 
 namespace fathom::cli {
 namespace {
@@ -18,17 +22,41 @@ struct DiffArgs {
   double fail_if_slower_pct = -1;
 };
 
+// Two analyses: their GPU sections (and each device's, for multi-GPU exports) and findings.
+ReportDiff diff_analyses(const AnalysisDocument& a, const AnalysisDocument& b) {
+  ReportDiff d;
+  d.name_a = a.input;
+  d.name_b = b.input;
+  d.metrics = diff_gpu_summaries(a.gpu, b.gpu);
+  d.findings = diff_findings(a.findings, b.findings);
+  return d;
+}
+
 int run_diff(const DiffArgs& args) {
-  const RunReport a = parse_json_report(read_whole_file(args.a), args.a);
-  const RunReport b = parse_json_report(read_whole_file(args.b), args.b);
-  const ReportDiff d = diff_reports(a, b, args.epoch_a, args.epoch_b);
+  const std::string ta = read_whole_file(args.a), tb = read_whole_file(args.b);
+  const bool analysis_a = is_analysis_json(ta), analysis_b = is_analysis_json(tb);
+  if (analysis_a != analysis_b)
+    throw Error(
+        fmt::format("cannot compare {} with {}: one is a report, the other an analysis "
+                    "(`fathom analyze --json`); give two of a kind",
+                    args.a, args.b));
+  ReportDiff d;
+  if (analysis_a) {
+    if (args.epoch_a >= 0 || args.epoch_b >= 0)
+      throw Error("--epoch-a and --epoch-b are for reports: an analysis has no epochs");
+    d = diff_analyses(parse_analysis_json(ta, args.a), parse_analysis_json(tb, args.b));
+  } else {
+    d = diff_reports(parse_json_report(ta, args.a), parse_json_report(tb, args.b), args.epoch_a,
+                     args.epoch_b);
+  }
   std::cout << format_diff(d, args.noise_pct / 100.0);
   if (args.fail_if_slower_pct < 0) return 0;
+  const char* gate = analysis_a ? "compute-kernel time" : "step time, mean";
   for (const MetricChange& m : d.metrics) {
-    if (m.name != "step time, mean") continue;
+    if (m.name != gate) continue;
     const auto r = m.relative();
     if (r && *r * 100.0 > args.fail_if_slower_pct) {
-      std::cout << "fathom: B's step time is " << *r * 100.0 << " % above A's (limit "
+      std::cout << "fathom: B's " << gate << " is " << *r * 100.0 << " % above A's (limit "
                 << args.fail_if_slower_pct << " %)\n";
       return 1;
     }
@@ -41,7 +69,8 @@ int run_diff(const DiffArgs& args) {
 Run add_diff_command(CLI::App& app) {
   auto args = std::make_shared<DiffArgs>();
   auto* cmd = app.add_subcommand(
-      "diff", "Compare two JSON reports: step time, throughput, phases, memory, findings");
+      "diff",
+      "Compare two JSON reports (step time, throughput, phases, memory, findings) or two analyses");
   cmd->add_option("a", args->a, "the earlier report (.json)")->required();
   cmd->add_option("b", args->b, "the later report (.json)")->required();
   cmd->add_option("--epoch-a", args->epoch_a, "epoch of A (default: its last)");

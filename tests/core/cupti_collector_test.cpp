@@ -65,9 +65,29 @@ TEST_F(CuptiCollectorTest, NsightInjectionIsSeenBeforeTouchingCupti) {
   auto c = start();
   EXPECT_EQ(c->state(), CuptiState::Busy);
   EXPECT_TRUE(mentions(c->not_measured(), "libToolsInjection64.so"));
-  EXPECT_TRUE(mentions(c->not_measured(), "fathom analyze")) << "says how to get the GPU section";
+  EXPECT_TRUE(mentions(c->not_measured(), "nsys export --type sqlite --output RUN.sqlite"))
+      << "says how to get the GPU section";
+  EXPECT_TRUE(mentions(c->not_measured(), "fathom analyze RUN.sqlite"));
   EXPECT_EQ(cupti->enabled_kind_count(), 0);
   EXPECT_EQ(cupti->stats().buffers_requested, 0u);
+}
+
+// Nsight Compute replays kernels and writes no timeline: an export hand-off would send the user
+// down a path that does not exist.
+TEST_F(CuptiCollectorTest, NsightComputeInjectionIsNotSentToTheNsightSystemsExport) {
+  env["CUDA_INJECTION64_PATH"] = "/opt/nvidia/nsight-compute/target/linux/libnvperf_injection.so";
+  auto c = start();
+  EXPECT_EQ(c->state(), CuptiState::Busy);
+  EXPECT_TRUE(mentions(c->not_measured(), "libnvperf_injection.so"));
+  EXPECT_FALSE(mentions(c->not_measured(), "nsys export"));
+}
+
+TEST_F(CuptiCollectorTest, NsightSystemsIsKnownByItsSessionVariableToo) {
+  env["CUDA_INJECTION64_PATH"] = "/tmp/relocated/libinject.so";
+  env["NSYS_PROFILING_SESSION_ID"] = "3";
+  auto c = start();
+  EXPECT_TRUE(mentions(c->not_measured(), "Nsight Systems is profiling this process"));
+  EXPECT_TRUE(mentions(c->not_measured(), "fathom analyze RUN.sqlite"));
 }
 
 TEST_F(CuptiCollectorTest, KinetoDaemonIsSeenBeforeTouchingCupti) {

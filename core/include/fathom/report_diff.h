@@ -44,6 +44,14 @@ struct ReportDiff {
 // fathom::Error naming the report and the epoch when one is missing.
 ReportDiff diff_reports(const RunReport& a, const RunReport& b, int epoch_a = -1, int epoch_b = -1);
 
+// What changed between two GPU sections (section "gpu"): compute-kernel time, Tensor Core share,
+// copies, communication, and per device the busy share and why it idled. For two `fathom analyze`
+// results, and inside diff_reports when both epochs have one.
+std::vector<MetricChange> diff_gpu_summaries(const GpuSummary& a, const GpuSummary& b);
+// Findings that appeared, disappeared or changed severity, matched by id.
+std::vector<FindingChange> diff_findings(const std::vector<Finding>& a,
+                                         const std::vector<Finding>& b);
+
 // The terminal form: what changed most first; changes below `noise` (relative) are marked "~".
 std::string format_diff(const ReportDiff& d, double noise = 0.02);
 

@@ -48,12 +48,13 @@ GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
   GpuAggregator agg(limits);
   NsightReadOptions read;
   read.device = device;
-  info = read_nsight_export(path,
-                            [&](GpuActivity&& b) {
-                              tally.add(b);
-                              agg.add(b);
-                            },
-                            read);
+  info = read_nsight_export(
+      path,
+      [&](GpuActivity&& b) {
+        tally.add(b);
+        agg.add(b);
+      },
+      read);
   return summarize_gpu(agg.snapshot(), options);
 }
 

@@ -173,22 +173,9 @@ ReportDiff diff_reports(const RunReport& ra, const RunReport& rb, int epoch_a, i
   };
   add("device", "energy per sample", "J", energy_per_sample(a), energy_per_sample(b));
 
-  std::map<std::string, const Finding*> fa, fb;
-  for (const Finding& f : a.findings) fa.emplace(f.id, &f);
-  for (const Finding& f : b.findings) fb.emplace(f.id, &f);
-  for (const auto& [id, f] : fb) {
-    auto it = fa.find(id);
-    if (it == fa.end())
-      d.findings.push_back(
-          {FindingChange::Kind::Appeared, id, f->title, Severity::Info, f->severity});
-    else if (it->second->severity != f->severity)
-      d.findings.push_back(
-          {FindingChange::Kind::SeverityChanged, id, f->title, it->second->severity, f->severity});
-  }
-  for (const auto& [id, f] : fa)
-    if (!fb.count(id))
-      d.findings.push_back(
-          {FindingChange::Kind::Disappeared, id, f->title, f->severity, Severity::Info});
+  if (a.gpu && b.gpu)
+    for (MetricChange& m : diff_gpu_summaries(*a.gpu, *b.gpu)) d.metrics.push_back(std::move(m));
+  d.findings = diff_findings(a.findings, b.findings);
   return d;
 }
 

@@ -80,15 +80,15 @@ AnalysisDocument parse_analysis_json(const std::string& text, const std::string&
     d.gpu = detail::gpu_summary_from_json(j.at("gpu"));
     if (auto it = j.find("devices"); it != j.end())
       for (const json& x : *it)
-        d.devices.push_back({x.at("device").get<std::int32_t>(),
-                             detail::gpu_summary_from_json(x.at("gpu"))});
+        d.devices.push_back(
+            {x.at("device").get<std::int32_t>(), detail::gpu_summary_from_json(x.at("gpu"))});
     if (auto it = j.find("findings"); it != j.end())
       for (const json& f : *it) d.findings.push_back(detail::finding_from(f));
     if (auto it = j.find("nsight"); it != j.end() && !it->is_null()) d.nsight = nsight_from(*it);
     return d;
   } catch (const json::exception& e) {
-    throw Error(fmt::format("{} is not a fathom analysis of a known shape: {}", source_name,
-                            e.what()));
+    throw Error(
+        fmt::format("{} is not a fathom analysis of a known shape: {}", source_name, e.what()));
   }
 }
 

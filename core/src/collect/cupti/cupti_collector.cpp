@@ -131,11 +131,19 @@ void CuptiCollector::Impl::calibrate() {
 
 bool CuptiCollector::Impl::start() {
   if (const char* tool = config.getenv("CUDA_INJECTION64_PATH"); tool && *tool) {
+    // Nsight Systems' capture holds everything fathom would have measured: say how to get the
+    // GPU section back from it. Other tools (Nsight Compute replays kernels) have no such path.
+    const std::string path = tool;
+    const char* session = config.getenv("NSYS_PROFILING_SESSION_ID");
+    const bool nsys = (session && *session) || path.find("ToolsInjection") != std::string::npos ||
+                      path.find("nsight-systems") != std::string::npos;
     refuse(CuptiState::Busy,
-           std::string("another CUDA tool is attached (CUDA_INJECTION64_PATH=") + tool +
-               "; Nsight Systems and Nsight Compute set it): fathom leaves CUPTI to it; under "
-               "Nsight Systems, `nsys export --type sqlite` then `fathom analyze` gives the GPU "
-               "section from the capture");
+           nsys ? "Nsight Systems is profiling this process (CUDA_INJECTION64_PATH=" + path +
+                      "), so fathom leaves CUPTI to it and this report has no GPU section; the "
+                      "capture has it: `nsys export --type sqlite --output RUN.sqlite "
+                      "REPORT.nsys-rep`, then `fathom analyze RUN.sqlite`"
+                : "another CUDA tool is attached (CUDA_INJECTION64_PATH=" + path +
+                      "; Nsight Compute sets it): fathom leaves CUPTI to it");
     return false;
   }
   if (const char* daemon = config.getenv("KINETO_USE_DAEMON");

@@ -35,9 +35,9 @@ constexpr std::array<std::string_view, kSources> kSourceNoun{
 
 enum class Skip : std::uint8_t { EndBeforeStart, NegativeTime, NoString, NeverEnded, BadValue };
 constexpr std::size_t kSkips = 5;
-constexpr std::array<std::string_view, kSkips> kSkipWhy{
-    "end before start", "negative timestamp", "name references no string", "never ended",
-    "value out of range"};
+constexpr std::array<std::string_view, kSkips> kSkipWhy{"end before start", "negative timestamp",
+                                                        "name references no string", "never ended",
+                                                        "value out of range"};
 
 // A range that may hold later launches on its thread.
 struct OpenPhase {
@@ -105,8 +105,7 @@ class Reader {
 
   void read_metadata() {
     if (!db_.has_table("META_DATA_EXPORT")) return;
-    SqliteQuery q(db_,
-                  "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'");
+    SqliteQuery q(db_, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'");
     if (q.step()) info_.nsys_version = std::string(q.text(0));
   }
 
@@ -194,22 +193,22 @@ class Reader {
     if (has(detail::kNvtxTable)) open_nvtx();
     if (has(detail::kRuntimeTable)) {
       const TableColumns c(db_, detail::kRuntimeTable);
-      add_cursor(Source::Runtime,
-                 fmt::format("SELECT start, {}, {}, {}, {} FROM {}{} ORDER BY start",
-                             c.required("end"), c.required("globalTid"),
-                             c.required("correlationId"), c.required("nameId"),
-                             detail::kRuntimeTable, host_filter("globalTid")));
+      add_cursor(
+          Source::Runtime,
+          fmt::format("SELECT start, {}, {}, {}, {} FROM {}{} ORDER BY start", c.required("end"),
+                      c.required("globalTid"), c.required("correlationId"), c.required("nameId"),
+                      detail::kRuntimeTable, host_filter("globalTid")));
     }
     if (has(detail::kSyncTable)) {
       const TableColumns c(db_, detail::kSyncTable);
       sync_types_ = std::make_unique<EnumTable>(db_, "ENUM_CUPTI_SYNC_TYPE",
                                                 "the synchronizations' syncType");
-      add_cursor(Source::Sync, fmt::format("SELECT start, {}, {}, {}, {}, {} FROM {}{} ORDER BY "
-                                           "start",
-                                           c.required("end"), c.required("streamId"),
-                                           c.optional("correlationId"), c.optional("globalPid"),
-                                           c.required("syncType"), detail::kSyncTable,
-                                           device_filter()));
+      add_cursor(Source::Sync,
+                 fmt::format("SELECT start, {}, {}, {}, {}, {} FROM {}{} ORDER BY "
+                             "start",
+                             c.required("end"), c.required("streamId"), c.optional("correlationId"),
+                             c.optional("globalPid"), c.required("syncType"), detail::kSyncTable,
+                             device_filter()));
     }
     if (has(detail::kKernelTable)) {
       const TableColumns c(db_, detail::kKernelTable);
@@ -225,10 +224,10 @@ class Reader {
     }
     if (has(detail::kMemcpyTable)) {
       const TableColumns c(db_, detail::kMemcpyTable);
-      copy_kinds_ = std::make_unique<EnumTable>(db_, "ENUM_CUDA_MEMCPY_OPER",
-                                                "the copies' copyKind");
-      memory_kinds_ = std::make_unique<EnumTable>(db_, "ENUM_CUDA_MEM_KIND",
-                                                  "the copies' srcKind and dstKind");
+      copy_kinds_ =
+          std::make_unique<EnumTable>(db_, "ENUM_CUDA_MEMCPY_OPER", "the copies' copyKind");
+      memory_kinds_ =
+          std::make_unique<EnumTable>(db_, "ENUM_CUDA_MEM_KIND", "the copies' srcKind and dstKind");
       add_cursor(Source::Memcpy,
                  fmt::format("SELECT start, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {}{} ORDER "
                              "BY start",
@@ -250,8 +249,8 @@ class Reader {
   void open_nvtx() {
     const EnumTable types(db_, "ENUM_NSYS_EVENT_TYPE", "the NVTX events' eventType");
     std::vector<std::int64_t> ranges;
-    for (std::string_view n : {"NvtxPushPopRange", "NvtxStartEndRange", "NvtxtPushPopRange",
-                               "NvtxtStartEndRange"})
+    for (std::string_view n :
+         {"NvtxPushPopRange", "NvtxStartEndRange", "NvtxtPushPopRange", "NvtxtStartEndRange"})
       if (const std::int64_t id = types.id(n); id >= 0) ranges.push_back(id);
     const TableColumns c(db_, detail::kNvtxTable);
     // fathom's domain, by the name it was created with.
@@ -271,8 +270,8 @@ class Reader {
     add_cursor(Source::Nvtx,
                fmt::format("SELECT start, {}, {}, {}, {}, {}, {} FROM {}{} ORDER BY start",
                            c.optional("end"), c.optional("text"), c.optional("textId"),
-                           c.optional("globalTid"), c.optional("domainId"),
-                           c.optional("category"), detail::kNvtxTable, where));
+                           c.optional("globalTid"), c.optional("domainId"), c.optional("category"),
+                           detail::kNvtxTable, where));
   }
 
   void add_cursor(Source s, const std::string& sql) {
@@ -291,12 +290,24 @@ class Reader {
       if (!next) return;
       const SqliteQuery& q = *next->query;
       switch (next->source) {
-        case Source::Nvtx: take_range(q); break;
-        case Source::Runtime: take_runtime(q); break;
-        case Source::Sync: take_sync(q); break;
-        case Source::Kernel: take_kernel(q); break;
-        case Source::Memcpy: take_memcpy(q); break;
-        case Source::Memset: take_memset(q); break;
+        case Source::Nvtx:
+          take_range(q);
+          break;
+        case Source::Runtime:
+          take_runtime(q);
+          break;
+        case Source::Sync:
+          take_sync(q);
+          break;
+        case Source::Kernel:
+          take_kernel(q);
+          break;
+        case Source::Memcpy:
+          take_memcpy(q);
+          break;
+        case Source::Memset:
+          take_memset(q);
+          break;
       }
       next->advance();
       if (held_ >= options_.batch_records) flush();
@@ -398,8 +409,8 @@ class Reader {
 
   void add_annotation(std::string_view name, std::uint64_t thread, std::int64_t start,
                       std::int64_t end, AnnotationRole role, Phase phase, bool fathom) {
-    batch_.annotations.push_back(AnnotationRecord{std::string(name), thread, start, end, role,
-                                                  phase});
+    batch_.annotations.push_back(
+        AnnotationRecord{std::string(name), thread, start, end, role, phase});
     taken();
     if (role == AnnotationRole::Phase) {
       auto& open = open_phases_[thread];
@@ -554,8 +565,8 @@ class Reader {
       for (std::size_t w = 0; w < kSkips; ++w)
         if (const std::int64_t n = skipped_[s][w]) {
           info_.skipped_rows += n;
-          info_.skipped.push_back(fmt::format("{} {} row{}: {}", n, kSourceNoun[s],
-                                              n == 1 ? "" : "s", kSkipWhy[w]));
+          info_.skipped.push_back(
+              fmt::format("{} {} row{}: {}", n, kSourceNoun[s], n == 1 ? "" : "s", kSkipWhy[w]));
         }
   }
 

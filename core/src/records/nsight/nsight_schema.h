@@ -42,9 +42,9 @@ class EnumTable {
   std::unordered_map<std::int64_t, std::string> names_;
 };
 
-MemcpyKind memcpy_kind_from_enum(std::string_view name) noexcept;   // ENUM_CUDA_MEMCPY_OPER
-MemoryKind memory_kind_from_enum(std::string_view name) noexcept;   // ENUM_CUDA_MEM_KIND
-SyncKind sync_kind_from_enum(std::string_view name) noexcept;       // ENUM_CUPTI_SYNC_TYPE
+MemcpyKind memcpy_kind_from_enum(std::string_view name) noexcept;  // ENUM_CUDA_MEMCPY_OPER
+MemoryKind memory_kind_from_enum(std::string_view name) noexcept;  // ENUM_CUDA_MEM_KIND
+SyncKind sync_kind_from_enum(std::string_view name) noexcept;      // ENUM_CUPTI_SYNC_TYPE
 
 // A table's columns, for building a SELECT that names each one or NULL where it is absent.
 class TableColumns {

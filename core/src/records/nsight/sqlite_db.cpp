@@ -14,8 +14,8 @@ namespace fathom::detail {
 SqliteDb::SqliteDb(const std::string& path) : path_(path) {
   // Read-only and without a mutex of its own: one reader on one thread. A missing file is an
   // error, never a new empty database.
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
@@ -23,7 +23,7 @@ SqliteDb::SqliteDb(const std::string& path) : path_(path) {
     throw Error(fmt::format("cannot open {}: {}", path, msg));
   }
   // A writer holding the file (nsys still exporting) gets a moment, then a clear error.
-  sqlite3_busy_timeout(db_, 2000);
+  sqlite3_busy_timeout(db_, 1000);
   // Sorting a table of millions of rows spills to temporary files instead of growing memory.
   sqlite3_exec(db_, "PRAGMA temp_store=FILE; PRAGMA cache_size=-8192;", nullptr, nullptr, nullptr);
   // The first read tells a database from any other file ("file is not a database").
@@ -89,7 +89,8 @@ std::optional<std::int64_t> SqliteQuery::optional_integer(int col) const noexcep
 std::string_view SqliteQuery::text(int col) const noexcept {
   const auto* p = sqlite3_column_text(stmt_, col);
   if (!p) return {};
-  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
+  return {reinterpret_cast<const char*>(p),
+          static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
 }
 
 #else  // built without libsqlite3: every export is refused with the way to read it
