@@ -102,7 +102,7 @@ TEST(GpuSummaryJson, BadInputIsAClearError) {
 TEST(GpuSummaryJson, AnalysisDocument) {
   const std::string text = format_gpu_analysis_json(full_summary(), "trace.json.gz");
   EXPECT_NE(text.find("\"schema\": \"fathom.analysis\""), std::string::npos);
-  EXPECT_NE(text.find("\"schema_version\": 1"), std::string::npos);
+  EXPECT_NE(text.find("\"schema_version\": 2"), std::string::npos);
   EXPECT_NE(text.find("\"input\": \"trace.json.gz\""), std::string::npos);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The report model: what a run measured, what it did not measure and why, and the findings.
 // Report writers (terminal, JSON, HTML) read only this. Schema: docs/report-schema.md.
+#include <fathom/achievement.h>
 #include <fathom/device_telemetry.h>
 #include <fathom/gpu_summary.h>
 #include <fathom/hardware_fit.h>
@@ -94,6 +95,8 @@ struct EpochSummary {
   std::optional<ModuleReport> modules;       // per-module activations, checkpoint plan, OOMs
   std::optional<MixedPrecisionSummary> mixed_precision;  // autocast, GradScaler, Auto policy
   std::optional<GpuSummary> gpu;  // CUPTI's GPU activity over the epoch (gpu_summary.h)
+  std::optional<FlopsSummary> flops;    // FLOPs counted in profiled steps, throughput, MFU
+  std::optional<EnergySummary> energy;  // joules per epoch, step and sample (achievement.h)
   std::vector<Finding> findings;
 
   double step_ms_mean() const noexcept { return steps ? step_ms_total / steps : 0.0; }

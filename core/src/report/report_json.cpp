@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/achievement_json.h"
 #include "report/gpu_summary_json.h"
 #include "report/json_helpers.h"
 #include "report/mixed_precision_report.h"
@@ -252,6 +253,8 @@ json epoch_json(const EpochSummary& e) {
           {"mixed_precision", detail::mixed_precision_json(e.mixed_precision)},
           {"modules", detail::module_report_json(e.modules)},
           {"gpu", e.gpu ? detail::gpu_summary_to_json(*e.gpu) : json(nullptr)},
+          {"flops", detail::flops_json(e.flops)},
+          {"energy", detail::energy_json(e.energy)},
           {"findings", findings}};
 }
 
@@ -300,6 +303,8 @@ EpochSummary epoch_from(const json& j) {
   e.modules = detail::module_report_from(j);
   if (auto g = j.find("gpu"); g != j.end() && !g->is_null())
     e.gpu = detail::gpu_summary_from_json(*g);
+  e.flops = detail::flops_from(j);
+  e.energy = detail::energy_from(j);
   for (const json& fj : j.at("findings")) e.findings.push_back(detail::finding_from(fj));
   return e;
 }
