@@ -127,6 +127,8 @@ TEST(Advisor, EveryFindingIdIsDocumented) {
                              id::kCommunication,
                              id::kClocksThrottled,
                              id::kScopesUnaccounted,
+                             id::kStepSlowdown,
+                             id::kMemoryCreep,
                              id::kMixedPrecisionRolledBack,
                              id::kActivationCheckpointing,
                              id::kRankStraggler,

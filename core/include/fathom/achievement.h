@@ -1,8 +1,8 @@
 #pragma once
 // What the run achieved: the floating-point work of a step, counted from the ops that ran (in a
 // few profiled steps), the throughput and model FLOPs utilization it reached against the device's
-// peak, and the energy the epoch cost. Plain data, in each epoch of the report (docs/report-schema.md
-// "flops", "energy"); the LibTorch layer counts, the core derives the rest.
+// peak, and the energy the epoch cost. Plain data, in each epoch of the report
+// (docs/report-schema.md "flops", "energy"); the LibTorch layer counts, the core derives the rest.
 #include <fathom/unmeasured.h>
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <fathom/module_report.h>
 #include <fathom/phase.h>
 #include <fathom/records.h>
+#include <fathom/step_series.h>
 #include <fathom/unmeasured.h>
 
 #include <array>
@@ -97,6 +98,7 @@ struct EpochSummary {
   std::optional<GpuSummary> gpu;  // CUPTI's GPU activity over the epoch (gpu_summary.h)
   std::optional<FlopsSummary> flops;    // FLOPs counted in profiled steps, throughput, MFU
   std::optional<EnergySummary> energy;  // joules per epoch, step and sample (achievement.h)
+  std::optional<StepSeries> series;     // the steps one by one, change point, memory creep
   std::vector<Finding> findings;
 
   double step_ms_mean() const noexcept { return steps ? step_ms_total / steps : 0.0; }

@@ -33,6 +33,9 @@ inline constexpr std::string_view kLaunchBound = "launch.bound";
 inline constexpr std::string_view kCommunication = "communication.exposed";
 inline constexpr std::string_view kClocksThrottled = "clocks.throttled";
 inline constexpr std::string_view kScopesUnaccounted = "scopes.unaccounted";
+// Step time rose at one step and stayed up; memory rises steadily (advisor_step_rules.cpp).
+inline constexpr std::string_view kStepSlowdown = "steps.slowdown";
+inline constexpr std::string_view kMemoryCreep = "memory.creep";
 // Auto mode turned mixed precision off again (the loss went non-finite or drifted, or the steps
 // got slower). "precision.mixed" is the suggestion, or, applied, that it runs.
 inline constexpr std::string_view kMixedPrecisionRolledBack = "precision.rolled_back";

@@ -78,4 +78,8 @@ void clocks_throttled(const EpochSummary& e, std::vector<Finding>& out);
 void gpu_rules(const EpochSummary& e, const GpuSummary& g, std::vector<Finding>& out);
 std::optional<BusyShare> timeline_busy_share(const GpuSummary& g);
 
+// Step series rules (advisor_step_rules.cpp): a change point in step time, memory creep.
+void step_slowdown(const EpochSummary& e, std::vector<Finding>& out);
+void memory_creep(const EpochSummary& e, std::vector<Finding>& out);
+
 }  // namespace fathom::advice

@@ -28,6 +28,8 @@ EpochAccumulator::EpochAccumulator(std::int64_t epoch_index, std::int64_t begin_
 }
 
 void EpochAccumulator::add(const PhaseRecord& r) noexcept {
+  // A loop that times its own loading is not second-guessed in the series either.
+  if (!(r.inferred && r.phase == Phase::Data && summary_.phases[0].count > 0)) series_.add(r);
   PhaseSummary& s = r.inferred && r.phase == Phase::Data
                         ? inferred_data_
                         : summary_.phases[static_cast<std::size_t>(r.phase)];
@@ -46,6 +48,7 @@ void EpochAccumulator::add(const PhaseRecord& r) noexcept {
 }
 
 void EpochAccumulator::add(const StepRecord& r) noexcept {
+  series_.add(r);
   const double wall = ms(r.end_ns - r.begin_ns);
   ++summary_.steps;
   summary_.failed_steps += r.failed ? 1 : 0;
@@ -74,6 +77,7 @@ EpochSummary EpochAccumulator::finish(std::int64_t end_ns, bool by_exception) co
   if (data.count == 0) data = inferred_data_;
   s.wall_ms = ms(end_ns - begin_ns_);
   s.ended_by_exception = by_exception;
+  if (!series_.series().points.empty()) s.series = series_.series();
   return s;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Every threshold the advisor uses, in one place, with where it comes from.
 // docs/thresholds.md lists them with the rule that reads each.
+#include <cstddef>
 #include <cstdint>
 
 namespace fathom::thresholds {
@@ -85,5 +86,24 @@ inline constexpr double kMixedPrecisionActivationFactor = 0.5;
 inline constexpr double kMixedPrecisionCastCacheFactor = 0.5;
 // CUDA context, cuBLAS / cuDNN workspaces when NVML did not measure them.
 inline constexpr std::int64_t kAssumedRuntimeOverheadBytes = 768LL << 20;
+
+// Step alarms (analyze/step_alarms.cpp). A change point in step time needs Pettitt's p-value
+// below kStepChangePValue (strict: the session tests the series again and again as it grows),
+// at least kStepChangeMinSide steps on each side, and medians that differ by kStepChangeMinRelative
+// or more (smaller changes are real but not worth a finding).
+inline constexpr double kStepChangePValue = 1e-4;
+inline constexpr std::int64_t kStepChangeMinSide = 8;
+inline constexpr double kStepChangeMinRelative = 0.10;
+// Memory creep: Mann-Kendall's z above kMemoryCreepZ over the steps after the warm-up (the first
+// kMemoryCreepWarmupShare of them, at least 5), and a rise of at least kMemoryCreepMinBytes and
+// kMemoryCreepMinShare of the level between the first and last quarters.
+inline constexpr double kMemoryCreepZ = 4.0;
+inline constexpr double kMemoryCreepWarmupShare = 0.10;
+inline constexpr std::int64_t kMemoryCreepMinBytes = 1 << 20;
+inline constexpr double kMemoryCreepMinShare = 0.02;
+// The series keeps at most this many steps per epoch (then every other one; the report writes
+// at most kStepSeriesReported of them).
+inline constexpr std::size_t kStepSeriesCapacity = 2048;
+inline constexpr std::size_t kStepSeriesReported = 512;
 
 }  // namespace fathom::thresholds

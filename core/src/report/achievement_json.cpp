@@ -68,10 +68,10 @@ std::optional<FlopsSummary> flops_from(const json& epoch) {
                        o.at("dtype").get<std::string>(), o.at("calls").get<double>(),
                        o.at("flops").get<double>()});
   for (const json& p : j.at("achieved"))
-    f.achieved.push_back({p.at("phase").get<std::string>(), p.at("flops_per_step").get<double>(),
-                          p.at("seconds_per_step").get<double>(),
-                          p.at("time_source").get<std::string>(),
-                          optional_from<double>(p, "flops_per_s"), optional_from<double>(p, "mfu")});
+    f.achieved.push_back(
+        {p.at("phase").get<std::string>(), p.at("flops_per_step").get<double>(),
+         p.at("seconds_per_step").get<double>(), p.at("time_source").get<std::string>(),
+         optional_from<double>(p, "flops_per_s"), optional_from<double>(p, "mfu")});
   f.step_flops_per_s = optional_from<double>(j, "step_flops_per_s");
   f.peak_flops_per_s = optional_from<double>(j, "peak_flops_per_s");
   f.peak = j.at("peak").get<std::string>();

@@ -165,6 +165,7 @@ std::string epoch_panel(const EpochSummary& e, const Environment& env) {
   out += tensor_core_chart(e, env);
   out += transfer_chart(e, env);
   out += busy_chart(e, env);
+  out += step_series_charts(e);
   out += "</div>";
   fmt::format_to(std::back_inserter(out), "<h3>Findings ({})</h3>", e.findings.size());
   out += findings_html(e);

@@ -222,4 +222,60 @@ std::string busy_chart(const EpochSummary& e, const Environment& env) {
           why_not(env, UnmeasuredId::DeviceTelemetry, "no device telemetry (NVML) in this report"));
 }
 
+// The epoch's steps one by one, with the change point drawn as the medians on each side, and
+// the memory per step with the creep's trend.
+std::string step_series_charts(const EpochSummary& e) {
+  if (!e.series || e.series->points.size() < 2) return {};
+  const StepSeries& s = *e.series;
+  std::string out;
+  html::LineChart c;
+  c.title = "Step time, step by step";
+  c.x_unit = "step";
+  c.y_unit = "ms";
+  html::LineSeries steps{"step time", "#4e79a7", {}};
+  for (const StepPoint& p : s.points) steps.points.push_back({double(p.step), p.step_ms});
+  c.series.push_back(std::move(steps));
+  std::string caption = s.stride > 1 ? fmt::format("every {}th step. ", s.stride) : std::string();
+  if (s.change) {
+    const double first = double(s.points.front().step), last = double(s.points.back().step);
+    const double at = double(s.change->step);
+    c.series.push_back(
+        {"median before", "#59a14f", {{first, s.change->before_ms}, {at, s.change->before_ms}}});
+    c.series.push_back(
+        {"median after", "#e15759", {{at, s.change->after_ms}, {last, s.change->after_ms}}});
+    caption += fmt::format(
+        "Step time rose {:.0f}% from step {} ({:.2f} -> {:.2f} ms; Pettitt p = {:.1e}){}.",
+        100 * s.change->relative, s.change->step, s.change->before_ms, s.change->after_ms,
+        s.change->p_value, s.change->phase.empty() ? "" : ", " + s.change->phase + " grew most");
+  } else {
+    caption += "No change point: a rank test over the steps found none that held.";
+  }
+  out += html::line_chart(c, caption);
+  html::LineChart m;
+  m.title = "Memory per step";
+  m.x_unit = "step";
+  m.y_unit = "MiB";
+  html::LineSeries mem{s.memory.empty() ? "memory" : s.memory, "#f28e2b", {}};
+  for (const StepPoint& p : s.points)
+    if (p.memory_bytes) mem.points.push_back({double(p.step), double(*p.memory_bytes) / 1048576.0});
+  if (mem.points.size() < 2) return out;
+  m.series.push_back(std::move(mem));
+  std::string mcap;
+  if (s.creep) {
+    const MemoryCreep& k = *s.creep;
+    const double y0 = double(k.first_bytes) / 1048576.0;
+    m.series.push_back({"trend",
+                        "#e15759",
+                        {{double(k.from_step), y0},
+                         {double(k.to_step),
+                          y0 + k.bytes_per_step * double(k.to_step - k.from_step) / 1048576.0}}});
+    mcap = fmt::format("Memory creeps: {} per step from step {} (Mann-Kendall z = {:.1f}).",
+                       detail::bytes_text(k.bytes_per_step), k.from_step, k.z);
+  } else {
+    mcap = "No steady growth after the warm-up.";
+  }
+  out += html::line_chart(m, mcap);
+  return out;
+}
+
 }  // namespace fathom::html_report

@@ -56,6 +56,8 @@ std::string tensor_core_chart(const EpochSummary& e, const Environment& env);
 std::string transfer_chart(const EpochSummary& e, const Environment& env);
 
 std::string busy_chart(const EpochSummary& e, const Environment& env);
+// The step series: step time with its change point, memory per step with its creep.
+std::string step_series_charts(const EpochSummary& e);
 
 // Tables (report_html_tables.cpp).
 std::string phase_table(const EpochSummary& e);

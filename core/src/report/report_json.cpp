@@ -12,6 +12,7 @@
 #include "report/json_helpers.h"
 #include "report/mixed_precision_report.h"
 #include "report/module_report_writers.h"
+#include "report/step_series_json.h"
 
 namespace fathom {
 namespace {
@@ -255,6 +256,7 @@ json epoch_json(const EpochSummary& e) {
           {"gpu", e.gpu ? detail::gpu_summary_to_json(*e.gpu) : json(nullptr)},
           {"flops", detail::flops_json(e.flops)},
           {"energy", detail::energy_json(e.energy)},
+          {"series", detail::step_series_json(e.series)},
           {"findings", findings}};
 }
 
@@ -305,6 +307,7 @@ EpochSummary epoch_from(const json& j) {
     e.gpu = detail::gpu_summary_from_json(*g);
   e.flops = detail::flops_from(j);
   e.energy = detail::energy_from(j);
+  e.series = detail::step_series_from(j);
   for (const json& fj : j.at("findings")) e.findings.push_back(detail::finding_from(fj));
   return e;
 }

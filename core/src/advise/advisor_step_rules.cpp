@@ -1,0 +1,80 @@
+// Rules on the epoch's step series (step_series.h): step time that changed mid-epoch and stayed
+// changed, and memory that creeps up step after step. Both come from rank tests in
+// analyze/step_alarms.cpp, which the session runs before the advisor.
+#include <fmt/format.h>
+
+#include "advise/advisor_rules.h"
+#include "records/thresholds.h"
+
+namespace fathom::advice {
+
+void step_slowdown(const EpochSummary& e, std::vector<Finding>& out) {
+  if (!e.series || !e.series->change) return;
+  const StepChange& c = *e.series->change;
+  Finding f = make_finding(finding_id::kStepSlowdown, Severity::Warning,
+                           fmt::format("Step time rose {:.0f}% from step {} ({:.2f} -> {:.2f} ms)",
+                                       100 * c.relative, c.step, c.before_ms, c.after_ms));
+  f.evidence.push_back({"median step time before / after",
+                        fmt::format("{:.3f} ms / {:.3f} ms", c.before_ms, c.after_ms)});
+  f.evidence.push_back({"steps in the series before / after",
+                        fmt::format("{} / {} (every {} step{})", c.steps_before, c.steps_after,
+                                    e.series->stride, e.series->stride == 1 ? "" : "s")});
+  f.evidence.push_back({"Pettitt's rank test", fmt::format("p = {:.1e}", c.p_value)});
+  if (!c.phase.empty())
+    f.evidence.push_back(
+        {"the phase that grew most", fmt::format("{}: {:.3f} -> {:.3f} ms (median)", c.phase,
+                                                 c.phase_before_ms, c.phase_after_ms)});
+  if (e.telemetry && !e.telemetry->throttle.empty()) {
+    std::string reasons;
+    for (const ThrottleShare& t : e.telemetry->throttle)
+      reasons += fmt::format("{}{} {:.0f}%", reasons.empty() ? "" : ", ", t.reason, 100 * t.share);
+    f.evidence.push_back({"clock reasons over the epoch (NVML)", reasons});
+  }
+  if (e.device_memory && e.device_memory->alloc_retries > 0)
+    f.evidence.push_back(
+        {"allocator retries over the epoch", std::to_string(e.device_memory->alloc_retries)});
+  f.why =
+      "Steps got slower at one point and stayed slower: something changed then (input shapes, a "
+      "data source, clocks, memory pressure, another job on the machine), not noise: a rank test "
+      "over every step, which single slow steps cannot trigger.";
+  const double after_share =
+      static_cast<double>(c.steps_after) / static_cast<double>(c.steps_before + c.steps_after);
+  f.gain_fraction = c.relative / (1 + c.relative) * after_share;
+  f.estimated_gain = fmt::format("{:.0f}% of the time of the steps since step {}",
+                                 100 * c.relative / (1 + c.relative), c.step);
+  f.fix = c.phase.empty()
+              ? std::string(
+                    "// look at what changed at that step (Nsight Systems: the fathom "
+                    "step range of that number)")
+              : fmt::format(
+                    "// the {} phase grew at step {}: compare a step before and after it in "
+                    "Nsight Systems (fathom's step ranges), or FATHOM_OPS=on for its ops",
+                    c.phase, c.step);
+  out.push_back(std::move(f));
+}
+
+void memory_creep(const EpochSummary& e, std::vector<Finding>& out) {
+  if (!e.series || !e.series->creep) return;
+  const MemoryCreep& c = *e.series->creep;
+  Finding f = make_finding(finding_id::kMemoryCreep, Severity::Warning,
+                           fmt::format("{} memory grows {} per step",
+                                       e.series->memory.empty() ? "Process" : e.series->memory,
+                                       bytes_text(c.bytes_per_step)));
+  f.evidence.push_back({"growth per step (Theil-Sen)", bytes_text(c.bytes_per_step)});
+  f.evidence.push_back({"steps", fmt::format("{} to {}", c.from_step, c.to_step)});
+  f.evidence.push_back({"first quarter / last quarter (median)",
+                        fmt::format("{} / {}", bytes_text(static_cast<double>(c.first_bytes)),
+                                    bytes_text(static_cast<double>(c.last_bytes)))});
+  f.evidence.push_back({"Mann-Kendall trend", fmt::format("z = {:.1f}", c.z)});
+  f.why =
+      "Memory that rises with every step runs out eventually. The classic cause is a tensor kept "
+      "across steps together with its autograd graph (a running loss summed without detach(), a "
+      "list of outputs), which keeps every step's activations alive.";
+  f.estimated_gain = "the out-of-memory error this growth leads to";
+  f.fix =
+      "running_loss += loss.detach();     // or loss.item<float>(), not loss itself\n"
+      "history.push_back(out.detach());   // keep values, not graphs";
+  out.push_back(std::move(f));
+}
+
+}  // namespace fathom::advice

@@ -1,0 +1,97 @@
+#include "report/step_series_json.h"
+
+#include "records/thresholds.h"
+#include "report/json_helpers.h"
+
+namespace fathom::detail {
+
+using nlohmann::json;
+
+json step_series_json(const std::optional<StepSeries>& s) {
+  if (!s) return nullptr;
+  const std::size_t n = s->points.size();
+  const std::size_t every =
+      (n + thresholds::kStepSeriesReported - 1) / thresholds::kStepSeriesReported;
+  json points = json::array();
+  for (std::size_t i = 0; i < n; i += std::max<std::size_t>(1, every)) {
+    const StepPoint& p = s->points[i];
+    json phases = json::object();
+    for (Phase ph : kAllPhases)
+      phases[std::string(phase_name(ph))] = p.phase_ms[static_cast<std::size_t>(ph)];
+    points.push_back({{"step", p.step},
+                      {"step_ms", p.step_ms},
+                      {"phase_ms", phases},
+                      {"memory_bytes", optional_json(p.memory_bytes)}});
+  }
+  json change = nullptr, creep = nullptr;
+  if (s->change) {
+    const StepChange& c = *s->change;
+    change = {{"step", c.step},
+              {"before_ms", c.before_ms},
+              {"after_ms", c.after_ms},
+              {"relative", c.relative},
+              {"p_value", c.p_value},
+              {"steps_before", c.steps_before},
+              {"steps_after", c.steps_after},
+              {"phase", c.phase},
+              {"phase_before_ms", c.phase_before_ms},
+              {"phase_after_ms", c.phase_after_ms}};
+  }
+  if (s->creep) {
+    const MemoryCreep& c = *s->creep;
+    creep = {{"from_step", c.from_step},           {"to_step", c.to_step},
+             {"bytes_per_step", c.bytes_per_step}, {"first_bytes", c.first_bytes},
+             {"last_bytes", c.last_bytes},         {"z", c.z}};
+  }
+  return {{"stride", s->stride * static_cast<std::int64_t>(std::max<std::size_t>(1, every))},
+          {"memory", s->memory},
+          {"points", points},
+          {"change", change},
+          {"creep", creep}};
+}
+
+std::optional<StepSeries> step_series_from(const json& epoch) {
+  auto it = epoch.find("series");
+  if (it == epoch.end() || it->is_null()) return std::nullopt;
+  const json& j = *it;
+  StepSeries s;
+  s.stride = j.at("stride").get<std::int64_t>();
+  s.memory = j.at("memory").get<std::string>();
+  for (const json& p : j.at("points")) {
+    StepPoint x;
+    x.step = p.at("step").get<std::int64_t>();
+    x.step_ms = p.at("step_ms").get<double>();
+    for (Phase ph : kAllPhases)
+      x.phase_ms[static_cast<std::size_t>(ph)] =
+          p.at("phase_ms").at(std::string(phase_name(ph))).get<double>();
+    x.memory_bytes = optional_from<std::int64_t>(p, "memory_bytes");
+    s.points.push_back(x);
+  }
+  if (const json& c = j.at("change"); !c.is_null()) {
+    StepChange x;
+    x.step = c.at("step").get<std::int64_t>();
+    x.before_ms = c.at("before_ms").get<double>();
+    x.after_ms = c.at("after_ms").get<double>();
+    x.relative = c.at("relative").get<double>();
+    x.p_value = c.at("p_value").get<double>();
+    x.steps_before = c.at("steps_before").get<std::int64_t>();
+    x.steps_after = c.at("steps_after").get<std::int64_t>();
+    x.phase = c.at("phase").get<std::string>();
+    x.phase_before_ms = c.at("phase_before_ms").get<double>();
+    x.phase_after_ms = c.at("phase_after_ms").get<double>();
+    s.change = x;
+  }
+  if (const json& c = j.at("creep"); !c.is_null()) {
+    MemoryCreep x;
+    x.from_step = c.at("from_step").get<std::int64_t>();
+    x.to_step = c.at("to_step").get<std::int64_t>();
+    x.bytes_per_step = c.at("bytes_per_step").get<double>();
+    x.first_bytes = c.at("first_bytes").get<std::int64_t>();
+    x.last_bytes = c.at("last_bytes").get<std::int64_t>();
+    x.z = c.at("z").get<double>();
+    s.creep = x;
+  }
+  return s;
+}
+
+}  // namespace fathom::detail
