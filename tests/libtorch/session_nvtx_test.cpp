@@ -194,6 +194,52 @@ TEST_F(SessionNvtxTest, FindingsAreMarkedOnTheTimeline) {
   }));
 }
 
+// A slowdown injected from step 300 in forward: marked on the timeline during the epoch, at the
+// first check that sees it, and a finding at the epoch's end that names the step and the phase.
+TEST_F(SessionNvtxTest, AnInjectedSlowdownIsMarkedDuringTheEpoch) {
+  Session session(Options().report_dir(dir()).print_report(false).mode(Mode::Suggest));
+  {
+    auto e = session.epoch();
+    for (int i = 0; i < 520; ++i) {
+      auto step = e.step(1);
+      auto f = step.forward();
+      std::this_thread::sleep_for(std::chrono::microseconds(i < 300 ? 1000 : 3000));
+    }
+  }
+  const EpochSummary& ep = session.report().epochs.at(0);
+  ASSERT_TRUE(ep.series && ep.series->change);
+  EXPECT_NEAR(static_cast<double>(ep.series->change->step), 300, 4);
+  EXPECT_EQ(ep.series->change->phase, "forward");
+  EXPECT_TRUE(std::any_of(ep.findings.begin(), ep.findings.end(),
+                          [](const Finding& f) { return f.id == "steps.slowdown"; }));
+  auto events = test::recorded_events();
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const test::NvtxEvent& ev) {
+    return ev.kind == 'M' && ev.domain == "fathom" &&
+           ev.category == static_cast<std::uint32_t>(nvtx::Kind::Finding) &&
+           ev.message.rfind("fathom: step time rose", 0) == 0 &&
+           ev.message.find("the phase that grew: forward") != std::string::npos;
+  })) << "marked when a check first saw it, before the epoch ended";
+}
+
+// A tensor kept per step (1 MiB): resident memory creeps, and the finding gives the rate.
+TEST_F(SessionNvtxTest, ATensorKeptPerStepIsFoundAsMemoryCreep) {
+  Session session(Options().report_dir(dir()).print_report(false).mode(Mode::Suggest));
+  std::vector<torch::Tensor> kept;
+  {
+    auto e = session.epoch();
+    for (int i = 0; i < 300; ++i) {
+      auto step = e.step(1);
+      auto f = step.forward();
+      kept.push_back(torch::ones({1 << 18}));  // 1 MiB, touched
+    }
+  }
+  const EpochSummary& ep = session.report().epochs.at(0);
+  ASSERT_TRUE(ep.series && ep.series->creep);
+  EXPECT_NEAR(ep.series->creep->bytes_per_step, 1 << 20, 0.15 * (1 << 20));
+  EXPECT_TRUE(std::any_of(ep.findings.begin(), ep.findings.end(),
+                          [](const Finding& f) { return f.id == "memory.creep"; }));
+}
+
 TEST_F(SessionNvtxTest, ModeOffEmitsNoRanges) {
   test::ScopedEnv off("FATHOM_MODE", "off");
   Session session(Options().report_dir(dir()).nvtx(NvtxLevel::Ops));

@@ -10,11 +10,13 @@
 #include <utility>
 
 #include "advise/advisor.h"
+#include "analyze/step_alarms.h"
 #include "collect/clock.h"
 #include "collect/host_info.h"
 #include "collect/process_memory.h"
 #include "measure/cuda_allocator_access.h"
 #include "records/atomic_file.h"
+#include "records/bytes_text.h"
 #include "records/warning_sink.h"
 
 namespace fathom::detail {
@@ -120,6 +122,8 @@ void SessionState::begin_epoch() noexcept {
   reset_peak_rss();
   const std::int64_t now = now_ns();
   epoch_.emplace(epoch_index_, now);
+  alarmed_change_step_ = -1;
+  alarmed_creep_ = false;
   data_gap_begin_ns_ = now;
   // The epoch's peak covers what happens outside every phase too; the gap before the first step
   // is the first data phase. (Intervals an epoch left open, had it never ended, close first.)
@@ -149,6 +153,8 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     device_.drain(/*wait=*/true, [&](const PhaseRecord& r) { epoch_->add(r); });
     if (auto peak = peak_rss_bytes()) epoch_->set_peak_rss(*peak);
     EpochSummary summary = epoch_->finish(now_ns(), by_exception);
+    // The step alarms over the whole epoch, before the advisor reads them.
+    if (summary.series) analyze_step_series(*summary.series);
     // Measured over the whole epoch: higher than any phase's when the peak fell outside them,
     // and retries and OOMs counted once even where phases nest.
     if (epoch_memory) summary.device_memory = epoch_memory;
@@ -232,6 +238,7 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
   device_.drain(/*wait=*/false, [&](const PhaseRecord& r) {
     if (epoch_) epoch_->add(r);
   });
+  check_alarms(now);
   data_gap_begin_ns_ = now;
   device_.end_memory(data_gap_memory_);  // closed by begin_step, unless it never came
   data_gap_memory_ = device_.begin_memory();
@@ -275,6 +282,45 @@ void SessionState::watch_module(const void* module, const std::string& label) {
 const nvtx::Name* SessionState::module_name(const void* module) const noexcept {
   auto it = module_names_.find(module);
   return it == module_names_.end() ? nullptr : &it->second;
+}
+
+// The step alarms during the epoch, so that Nsight Systems shows the step where one first held and
+// the user hears of it before the epoch ends. Checked every kAlarmCheckSteps steps and at most
+// once per kAlarmCheckNs: a check (a rank test over at most 2,048 points, a trend test over at
+// most 512) costs well under a millisecond, so this stays below 1% even for tiny steps.
+void SessionState::check_alarms(std::int64_t now) noexcept {
+  constexpr std::int64_t kAlarmCheckSteps = 128;
+  constexpr std::int64_t kAlarmCheckNs = 100'000'000;
+  if (!epoch_ || (step_index_ + 1) % kAlarmCheckSteps != 0 ||
+      now - last_alarm_check_ns_ < kAlarmCheckNs)
+    return;
+  last_alarm_check_ns_ = now;
+  try {
+    const StepSeries& s = epoch_->series();
+    if (auto c = find_step_change(s); c && c->step > alarmed_change_step_) {
+      alarmed_change_step_ = c->step;
+      char msg[256];
+      std::snprintf(msg, sizeof msg, "step time rose %.0f%% from step %lld (%.2f -> %.2f ms)%s%s",
+                    100 * c->relative, static_cast<long long>(c->step), c->before_ms, c->after_ms,
+                    c->phase.empty() ? "" : ", the phase that grew: ", c->phase.c_str());
+      if (phase_ranges()) nvtx::mark(nvtx::Kind::Finding, (std::string("fathom: ") + msg).c_str());
+      detail::warn("epoch ", epoch_index_, ": ", msg);
+    }
+    if (!alarmed_creep_) {
+      if (auto c = find_memory_creep(s)) {
+        alarmed_creep_ = true;
+        char msg[256];
+        std::snprintf(msg, sizeof msg, "%s memory grows %s per step since step %lld",
+                      s.memory.c_str(), bytes_text(c->bytes_per_step).c_str(),
+                      static_cast<long long>(c->from_step));
+        if (phase_ranges())
+          nvtx::mark(nvtx::Kind::Finding, (std::string("fathom: ") + msg).c_str());
+        detail::warn("epoch ", epoch_index_, ": ", msg);
+      }
+    }
+  } catch (...) {
+    detail::swallowed("step alarms");
+  }
 }
 
 }  // namespace fathom::detail

@@ -102,6 +102,11 @@ class SessionState {
   std::vector<std::unique_ptr<SessionExtension>> extensions_;
   Extensions known_;
   std::optional<EpochAccumulator> epoch_;
+  void check_alarms(std::int64_t now) noexcept;
+  // The in-run step alarms (check_alarms): when last checked, and what was already said.
+  std::int64_t last_alarm_check_ns_ = 0;
+  std::int64_t alarmed_change_step_ = -1;
+  bool alarmed_creep_ = false;
   std::int64_t epoch_index_ = 0;
   std::int64_t step_index_ = 0;
   std::int64_t data_gap_begin_ns_ = 0;  // end of the last step (or the epoch's start)
