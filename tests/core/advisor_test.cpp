@@ -129,6 +129,7 @@ TEST(Advisor, EveryFindingIdIsDocumented) {
                              id::kScopesUnaccounted,
                              id::kStepSlowdown,
                              id::kMemoryCreep,
+                             id::kLowUtilization,
                              id::kMixedPrecisionRolledBack,
                              id::kActivationCheckpointing,
                              id::kRankStraggler,

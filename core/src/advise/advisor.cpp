@@ -61,6 +61,7 @@ std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env,
   advice::unaccounted(epoch, out);
   advice::step_slowdown(epoch, out);
   advice::memory_creep(epoch, out);
+  advice::low_utilization(epoch, out);
   advice::checkpoint_plans(epoch, out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (rank(a.severity) != rank(b.severity)) return rank(a.severity) < rank(b.severity);

@@ -36,6 +36,8 @@ inline constexpr std::string_view kScopesUnaccounted = "scopes.unaccounted";
 // Step time rose at one step and stayed up; memory rises steadily (advisor_step_rules.cpp).
 inline constexpr std::string_view kStepSlowdown = "steps.slowdown";
 inline constexpr std::string_view kMemoryCreep = "memory.creep";
+// The step's counted FLOPs reach a small share of the device's peak (advisor_throughput_rules.cpp).
+inline constexpr std::string_view kLowUtilization = "flops.low_utilization";
 // Auto mode turned mixed precision off again (the loss went non-finite or drifted, or the steps
 // got slower). "precision.mixed" is the suggestion, or, applied, that it runs.
 inline constexpr std::string_view kMixedPrecisionRolledBack = "precision.rolled_back";

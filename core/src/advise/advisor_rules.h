@@ -82,4 +82,7 @@ std::optional<BusyShare> timeline_busy_share(const GpuSummary& g);
 void step_slowdown(const EpochSummary& e, std::vector<Finding>& out);
 void memory_creep(const EpochSummary& e, std::vector<Finding>& out);
 
+// Throughput rules (advisor_throughput_rules.cpp): a low MFU linked to the timeline's causes.
+void low_utilization(const EpochSummary& e, std::vector<Finding>& out);
+
 }  // namespace fathom::advice

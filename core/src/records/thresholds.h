@@ -106,4 +106,8 @@ inline constexpr double kMemoryCreepMinShare = 0.02;
 inline constexpr std::size_t kStepSeriesCapacity = 2048;
 inline constexpr std::size_t kStepSeriesReported = 512;
 
+// Model FLOPs utilization below kMfuLow is a finding (info), below kMfuVeryLow a warning.
+inline constexpr double kMfuLow = 0.30;
+inline constexpr double kMfuVeryLow = 0.10;
+
 }  // namespace fathom::thresholds

@@ -191,6 +191,46 @@ void memory_section(std::string& out, const EpochSummary& e) {
                    bytes_text(*e.peak_rss_bytes));
 }
 
+// FLOPs counted in profiled steps, what they reached, and the energy the epoch cost.
+void achievement_section(std::string& out, const EpochSummary& e) {
+  if (!e.flops && !e.energy) return;
+  section(out, "what the steps achieved");
+  auto o = std::back_inserter(out);
+  auto g = [](double flops) { return fmt::format("{:.3g} GFLOP", flops / 1e9); };
+  if (e.flops && e.flops->profiled_steps > 0) {
+    const FlopsSummary& f = *e.flops;
+    fmt::format_to(o, "  {:<11} {} per step (forward {}, backward {}; {} profiled step{}, {})\n",
+                   "FLOPs", g(f.per_step), g(f.forward), g(f.backward), f.profiled_steps,
+                   f.profiled_steps == 1 ? "" : "s",
+                   f.dominant_dtype.empty() ? "-" : f.dominant_dtype);
+    std::string phases;
+    for (const PhaseThroughput& p : f.achieved)
+      if (p.flops_per_s)
+        phases += fmt::format("; {} {:.3g} TFLOP/s ({} time)", p.phase, *p.flops_per_s / 1e12,
+                              p.time_source);
+    if (f.step_flops_per_s)
+      fmt::format_to(o, "  {:<11} {:.3g} TFLOP/s over the step{}\n", "throughput",
+                     *f.step_flops_per_s / 1e12, phases);
+    if (f.mfu) fmt::format_to(o, "  {:<11} {:.2f}% of {}\n", "MFU", 100 * *f.mfu, f.peak);
+  }
+  if (e.flops)
+    for (const Unmeasured& u : e.flops->not_measured)
+      fmt::format_to(o, "  not measured: {}: {}\n", u.what, u.why);
+  if (e.energy && e.energy->epoch_j) {
+    const EnergySummary& en = *e.energy;
+    auto j = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.4g} J", *v) : std::string(kDash);
+    };
+    fmt::format_to(o, "  {:<11} {} per epoch, {} per step, {} per sample, {} mean ({})\n", "energy",
+                   j(en.epoch_j), j(en.per_step_j), j(en.per_sample_j),
+                   en.average_w ? fmt::format("{:.1f} W", *en.average_w) : std::string(kDash),
+                   en.source);
+  }
+  if (e.energy)
+    for (const Unmeasured& u : e.energy->not_measured)
+      fmt::format_to(o, "  not measured: {}: {}\n", u.what, u.why);
+}
+
 void not_measured_section(std::string& out, const Environment& env) {
   if (env.not_measured.empty()) return;
   section(out, "not measured");
@@ -256,6 +296,7 @@ std::string format_terminal_report(const RunReport& report, int epoch) {
   detail::mixed_precision_section(out, e);
   detail::module_report_section(out, e);
   telemetry_section(out, e);
+  achievement_section(out, e);
   not_measured_section(out, env);
   findings(out, e);
   return out;

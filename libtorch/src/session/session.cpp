@@ -14,6 +14,7 @@
 #include "distributed/distributed_extension.h"
 #include "measure/cupti_extension.h"
 #include "measure/device_info.h"
+#include "measure/energy_extension.h"
 #include "measure/footprint_extension.h"
 #include "measure/telemetry_extension.h"
 #include "records/atomic_file.h"
@@ -142,6 +143,8 @@ Session::Session(Options options) {
   if (device.device)
     state_->add_extension(detail::make_telemetry_extension(device.pci_bus_id, env));
   state_->add_extension(detail::make_cupti_extension(resolved, device.device, env));
+  // After telemetry: it reads the epoch's NVML energy.
+  state_->add_extension(std::make_unique<detail::EnergyExtension>());
   known.amp =
       state_->add_extension(std::make_unique<detail::AmpExtension>(resolved.mode(), device.device));
   known.checkpoint = state_->add_extension(std::make_unique<detail::CheckpointExtension>(

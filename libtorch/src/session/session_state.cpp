@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "advise/advisor.h"
+#include "analyze/achievement.h"
 #include "analyze/step_alarms.h"
 #include "collect/clock.h"
 #include "collect/host_info.h"
@@ -165,6 +166,8 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     // The epoch's report is built in stages, each extension reading what the ones before it
     // wrote (session_extension.h): these run in the order the extensions were added.
     forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_measured(summary, env); });
+    // Throughput and MFU of the FLOPs counted (the counts are an extension's; the peak the core's).
+    if (summary.flops) derive_flops_throughput(*summary.flops, summary, env);
     if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, env, env.not_measured);
     forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_end(summary, env); });
     // Findings also land on the timeline, at the epoch's end, where Nsight Systems shows them.
