@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "advise/export_analysis.h"
+#include "aggregate/gpu_aggregator.h"
 #include "analyze/transfer_analysis.h"
 #include "commands.h"
 #include "records/atomic_file.h"
@@ -110,7 +111,8 @@ int run_analyze(const AnalyzeArgs& a) {
   GpuSummaryOptions options;
   options.source = replay ? "fathom activity file" : "PyTorch profiler trace";
   options.link = link;
-  const GpuSummary summary = analyze_activity(activity, options);
+  // A row per step (ProfilerStep#N in a PyTorch trace), as for an Nsight export.
+  const GpuSummary summary = summarize_gpu(aggregate(activity, std::size_t{1} << 16), options);
   std::cout << fmt::format("fathom analyze | {}\n", a.path) << format_gpu_summary_text(summary);
   if (!a.chrome_trace_out.empty()) {
     // The records themselves, for ui.perfetto.dev: one GPU track per stream, the host's steps

@@ -2,6 +2,8 @@
 #include <fathom/report_diff.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "golden_reports.h"
 
 namespace fathom {
@@ -85,6 +87,46 @@ TEST(ReportDiff, FindingsAppearDisappearAndChangeSeverity) {
   EXPECT_NE(text.find("+ appeared  [warning] title of c  (c)"), std::string::npos) << text;
   EXPECT_NE(text.find("- gone      [warning] title of a  (a)"), std::string::npos) << text;
   EXPECT_NE(text.find("* severity  critical -> info"), std::string::npos) << text;
+}
+
+GpuSummary gpu(std::int64_t compute_ns, double tc_share, std::int64_t busy_ns) {
+  GpuSummary g;
+  g.gpu_activity = true;
+  g.tensor_cores.kernel_ns = compute_ns;
+  g.tensor_cores.share = tc_share;
+  g.timeline.window_ns = 1'000'000;
+  DeviceTimeline d;
+  d.device = 0;
+  d.busy_ns = busy_ns;
+  d.busy_share = double(busy_ns) / 1e6;
+  g.timeline.devices.push_back(d);
+  return g;
+}
+
+// Two GPU sections: the report diff compares them when both epochs have one, and the analyses'
+// diff (fathom diff of two `analyze --json`) is the same comparison.
+TEST(ReportDiff, GpuSectionsAreCompared) {
+  RunReport a = run(100, 640, {}), b = run(90, 640, {});
+  a.epochs[0].gpu = gpu(800'000, 0.20, 900'000);
+  b.epochs[0].gpu = gpu(600'000, 0.70, 700'000);
+  const ReportDiff d = diff_reports(a, b);
+  const MetricChange* tc = metric(d, "Tensor Core share of compute");
+  ASSERT_NE(tc, nullptr);
+  EXPECT_EQ(tc->section, "gpu");
+  EXPECT_DOUBLE_EQ(*tc->a, 20.0);
+  EXPECT_DOUBLE_EQ(*tc->b, 70.0);
+  EXPECT_EQ(tc->verdict(0.02), 1) << "a higher Tensor Core share is better";
+  const MetricChange* busy = metric(d, "device 0 busy");
+  ASSERT_NE(busy, nullptr);
+  EXPECT_EQ(busy->verdict(0.02), -1) << "less busy is worse";
+  EXPECT_DOUBLE_EQ(*metric(d, "compute-kernel time")->b, 0.6);
+  EXPECT_EQ(diff_gpu_summaries(*a.epochs[0].gpu, *b.epochs[0].gpu).size(),
+            static_cast<std::size_t>(
+                std::count_if(d.metrics.begin(), d.metrics.end(),
+                              [](const MetricChange& m) { return m.section == "gpu"; })));
+  // Without a GPU section on one side there is nothing to compare.
+  b.epochs[0].gpu.reset();
+  EXPECT_EQ(metric(diff_reports(a, b), "Tensor Core share of compute"), nullptr);
 }
 
 TEST(ReportDiff, MissingEpochNamesTheReport) {

@@ -92,9 +92,10 @@ bool is_host_sync_call(std::string_view name) noexcept {
   return copy && name.find("Async") == std::string_view::npos;
 }
 
-GpuAggregate aggregate(const GpuActivity& activity) {
+GpuAggregate aggregate(const GpuActivity& activity, std::size_t step_rows) {
   // Everything is in memory already: one sweep sees every record's neighbours.
   AggregatorLimits limits;
+  limits.step_rows = step_rows;
   const std::size_t gpu =
       activity.kernels.size() + activity.memcpys.size() + activity.memsets.size();
   const std::size_t host = activity.runtime_calls.size() + activity.ops.size() +

@@ -202,7 +202,8 @@ class GpuAggregator {
 bool is_launch_call(std::string_view name) noexcept;
 bool is_host_sync_call(std::string_view name) noexcept;
 
-// All of a source's records, aggregated in one sweep (a trace or replay file).
-GpuAggregate aggregate(const GpuActivity& activity);
+// All of a source's records, aggregated in one sweep (a trace or replay file); step_rows as in
+// AggregatorLimits (`fathom analyze` keeps a row per step).
+GpuAggregate aggregate(const GpuActivity& activity, std::size_t step_rows = 0);
 
 }  // namespace fathom
