@@ -1,7 +1,7 @@
 // What the run achieved: the CPU packages' energy counters (a powercap tree written here), the
 // energy per epoch, step and sample, throughput and MFU from counted FLOPs, the low-MFU finding
 // linked to the timeline, and the JSON of all three sections.
-#include "analyze/achievement.h"
+#include "analyze/achievement_derived.h"
 
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -329,10 +330,11 @@ TEST(NsightExportBadInput, AbsurdRowsAreSkippedAndCounted) {
   const std::string path = temp_path("absurd.sqlite");
   {
     NsightExportBuilder b(path);
-    b.kernel(100, 50, 0, 7, 1, 1, kCudaCoreKernel);    // end before start
-    b.kernel(-10, 50, 0, 7, 2, 1, kCudaCoreKernel);    // negative timestamp
-    b.kernel(100, 150, 0, 7, 3, 1, kCudaCoreKernel);   // fine
-    b.kernel(200, 250, -4, 7, 4, 1, kCudaCoreKernel);  // device out of range
+    b.kernel(100, 50, 0, 7, 1, 1, kCudaCoreKernel);        // end before start
+    b.kernel(-10, 50, 0, 7, 2, 1, kCudaCoreKernel);        // negative timestamp
+    b.kernel(10, INT64_MAX, 0, 7, 6, 1, kCudaCoreKernel);  // past any clock
+    b.kernel(100, 150, 0, 7, 3, 1, kCudaCoreKernel);       // fine
+    b.kernel(200, 250, -4, 7, 4, 1, kCudaCoreKernel);      // device out of range
     b.exec(
         "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (300, 350, 0, 1, 7, 5, 0, 999999, "
         "999999, 1, 1, 1, 1, 1, 1, NULL)");  // a name that references nothing
@@ -345,11 +347,11 @@ TEST(NsightExportBadInput, AbsurdRowsAreSkippedAndCounted) {
   const GpuActivity act = load_nsight_export(path, &info);
   EXPECT_EQ(act.kernels.size(), 1u);
   EXPECT_TRUE(act.memcpys.empty());
-  EXPECT_EQ(info.skipped_rows, 6);
+  EXPECT_EQ(info.skipped_rows, 7);
   std::string all;
   for (const auto& s : info.skipped) all += s + "\n";
   EXPECT_NE(all.find("1 kernel row: end before start"), std::string::npos) << all;
-  EXPECT_NE(all.find("1 kernel row: negative timestamp"), std::string::npos) << all;
+  EXPECT_NE(all.find("2 kernel rows: timestamp out of range"), std::string::npos) << all;
   EXPECT_NE(all.find("1 kernel row: name references no string"), std::string::npos) << all;
   EXPECT_NE(all.find("1 NVTX range row: never ended"), std::string::npos) << all;
   EXPECT_NE(all.find("1 memcpy row: value out of range"), std::string::npos) << all;

@@ -1,6 +1,6 @@
 #include "measure/energy_extension.h"
 
-#include "analyze/achievement.h"
+#include "analyze/achievement_derived.h"
 #include "records/warning_sink.h"
 
 namespace fathom::detail {

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "advise/advisor.h"
-#include "analyze/achievement.h"
+#include "analyze/achievement_derived.h"
 #include "analyze/step_alarms.h"
 #include "collect/clock.h"
 #include "collect/host_info.h"

@@ -33,11 +33,11 @@ constexpr std::size_t kSources = 6;
 constexpr std::array<std::string_view, kSources> kSourceNoun{
     "NVTX range", "runtime call", "synchronization", "kernel", "memcpy", "memset"};
 
-enum class Skip : std::uint8_t { EndBeforeStart, NegativeTime, NoString, NeverEnded, BadValue };
+enum class Skip : std::uint8_t { EndBeforeStart, TimeOutOfRange, NoString, NeverEnded, BadValue };
 constexpr std::size_t kSkips = 5;
-constexpr std::array<std::string_view, kSkips> kSkipWhy{"end before start", "negative timestamp",
-                                                        "name references no string", "never ended",
-                                                        "value out of range"};
+constexpr std::array<std::string_view, kSkips> kSkipWhy{
+    "end before start", "timestamp out of range (negative, or past 2^62 ns)",
+    "name references no string", "never ended", "value out of range"};
 
 // A range that may hold later launches on its thread.
 struct OpenPhase {
@@ -321,8 +321,12 @@ class Reader {
     held_ = 0;
   }
 
+  // Times past 2^62 ns (146 years) are no clock's: rejected here, the aggregation's differences
+  // and sums of times cannot overflow.
   bool times_ok(Source s, std::int64_t start, std::int64_t end) {
-    if (start < 0 || end < 0) return skip(s, Skip::NegativeTime);
+    constexpr std::int64_t kMaxTime = std::int64_t{1} << 62;
+    if (start < 0 || end < 0 || start > kMaxTime || end > kMaxTime)
+      return skip(s, Skip::TimeOutOfRange);
     if (end < start) return skip(s, Skip::EndBeforeStart);
     return true;
   }

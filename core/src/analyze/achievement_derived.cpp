@@ -1,4 +1,4 @@
-#include "analyze/achievement.h"
+#include "analyze/achievement_derived.h"
 
 #include <fmt/format.h>
 
