@@ -1,9 +1,8 @@
 #include "records/gz_file.h"
 
 #include <fathom/error.h>
-#include <fmt/format.h>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,17 +52,19 @@ int open_for_replacing(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (errno == ELOOP)
-      throw Error(fmt::format("cannot create {}: it is a symbolic link; fathom writes no file "
-                              "through a link: remove it or choose another name",
-                              path));
+      throw Error(
+          fmt::format("cannot create {}: it is a symbolic link; fathom writes no file "
+                      "through a link: remove it or choose another name",
+                      path));
     throw Error(fmt::format("cannot create {}: {}", path, system_reason()));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
     ::close(fd);
-    throw Error(fmt::format("cannot create {}: it is not a plain file of its own (a device, a "
-                            "pipe or a hard link); remove it or choose another name",
-                            path));
+    throw Error(
+        fmt::format("cannot create {}: it is not a plain file of its own (a device, a "
+                    "pipe or a hard link); remove it or choose another name",
+                    path));
   }
   if (::ftruncate(fd, 0) != 0) {
     const std::string why = system_reason();
