@@ -13,7 +13,8 @@ ensure_system_packages() {
   local pkgs=(build-essential cmake ninja-build ccache libfmt-dev nlohmann-json3-dev libgtest-dev
               libgmock-dev libcli11-dev libbenchmark-dev zlib1g-dev libsqlite3-dev python3-venv
               chromium  # chromium: the HTML report's headless render test
-              libgloo-dev)  # gloo headers for examples/distributed (docs/distributed.md)
+              libgloo-dev  # gloo headers for examples/distributed (docs/distributed.md)
+              clang libclang-rt-14-dev)  # the sanitizer and fuzzer builds (scripts/fuzz)
   for p in "${pkgs[@]}"; do have_pkg "$p" || need_apt+=("$p"); done
   if ((${#need_apt[@]})); then
     log "installing Debian packages: ${need_apt[*]}"
@@ -86,6 +87,32 @@ ensure_python_package() {
     -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache "$ROOT/python"
   touch "$stamp"
 }
+
+# The sanitizer builds (scripts/test --sanitize, scripts/fuzz): the torch-free core, its tests and
+# the fathom command, built by clang with every target instrumented, each in a folder of its own.
+#   sanitizer_build DIR SANITIZERS [CMAKE_ARG...] -- [TARGET...]
+sanitizer_build() {
+  local dir="$1" san="$2"; shift 2
+  local args=()
+  while [[ $# -gt 0 && "$1" != "--" ]]; do args+=("$1"); shift; done
+  [[ $# -gt 0 ]] && shift
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/fathom-ccache}"
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  if [[ ! -f "$dir/build.ninja" ]]; then
+    log "configuring $dir (clang, -fsanitize=$san)"
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+      -DFATHOM_WITH_TORCH=OFF -DFATHOM_BUILD_EXAMPLES=OFF -DFATHOM_BUILD_BENCHMARKS=OFF \
+      -DFATHOM_INSTALL=OFF -DFATHOM_SANITIZE="$san" "${args[@]}" >/dev/null
+  fi
+  log "building $dir"
+  cmake --build "$dir" --parallel "$(nproc)" ${1:+--target "$@"}
+}
+
+# Every sanitizer finding fails the run; leaks too.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 
 setup_all() {
   ensure_system_packages

@@ -6,6 +6,7 @@
 #include <fathom/report_writers.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -65,6 +66,17 @@ int run_diff(const DiffArgs& args) {
   return 0;
 }
 
+// A percentage: finite and not negative. CLI::NonNegativeNumber lets nan through, and a gate set
+// to nan could never fail.
+const CLI::Validator kPercent(
+    [](std::string& text) -> std::string {
+      double v = 0;
+      if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v < 0)
+        return "a percentage is a finite number >= 0, e.g. 5; not " + text;
+      return "";
+    },
+    "PERCENT");
+
 }  // namespace
 
 Run add_diff_command(CLI::App& app) {
@@ -78,10 +90,10 @@ Run add_diff_command(CLI::App& app) {
   cmd->add_option("--epoch-b", args->epoch_b, "epoch of B (default: its last)");
   cmd->add_option("--noise", args->noise_pct, "changes below this many percent count as unchanged")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kPercent);
   cmd->add_option("--fail-if-slower", args->fail_if_slower_pct,
                   "exit 1 when B's mean step time is more than this many percent above A's")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kPercent);
   return [args] { return run_diff(*args); };
 }
 

@@ -1,24 +1,22 @@
-// The `fathom` command. Subcommands print to stdout; a problem with the input is one line on
-// stderr naming it, and exit status 2.
+// The `fathom` command. Subcommands print to stdout; a problem with the input (a file, an option)
+// is one line on stderr naming it, and exit status 2; 1 is a gate that failed (doctor, diff).
 #include <fathom/error.h>
 #include <fathom/version.h>
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <vector>
 
 #include "commands.h"
+#include "records/gz_file.h"
 
 namespace fathom::cli {
 
 std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot open {}", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  // Regular files only, and at most a report's size (a .gz is read through): `fathom report
+  // /dev/zero` is an error, not an allocation until the process dies.
+  detail::InputFile in(path, detail::kMaxReportBytes);
+  return in.read_all();
 }
 
 }  // namespace fathom::cli
@@ -36,7 +34,13 @@ int main(int argc, char** argv) {
   add(fathom::cli::add_diff_command(app));
   add(fathom::cli::add_analyze_command(app));
 
-  CLI11_PARSE(app, argc, argv);
+  // A bad command line is bad input like a bad file: exit 2 (CLI11's own codes run past 100).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : 2;
+  }
   try {
     for (auto& [cmd, run] : commands)
       if (cmd->parsed()) return run();

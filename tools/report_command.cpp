@@ -1,6 +1,8 @@
 // fathom report FILE.json: prints a JSON report written by a session (terminal, or JSON again),
 // or writes it as a self-contained HTML page (--html OUT).
+#include <fathom/error.h>
 #include <fathom/report_writers.h>
+#include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
@@ -34,6 +36,9 @@ int run_report(const ReportArgs& a) {
     return 0;
   }
   if (a.epoch >= 0) {
+    if (static_cast<std::size_t>(a.epoch) >= r.epochs.size())
+      throw Error(fmt::format("{} has no epoch {}; it has epochs 0 to {}", a.path, a.epoch,
+                              r.epochs.size() - 1));
     std::cout << format_terminal_report(r, a.epoch);
     return 0;
   }
@@ -49,7 +54,8 @@ Run add_report_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "report", "Print a JSON report written by a fathom session, or write it as HTML");
   cmd->add_option("file", args->path, "the report (.json)")->required();
-  cmd->add_option("--epoch", args->epoch, "only this epoch (default: every epoch)");
+  cmd->add_option("--epoch", args->epoch, "only this epoch (default: every epoch)")
+      ->check(CLI::NonNegativeNumber);
   auto* json = cmd->add_flag("--json", args->json, "print the report as JSON again (validates it)");
   cmd->add_option("--html", args->html,
                   "write a self-contained HTML report (charts, no network) to this file")

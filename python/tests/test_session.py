@@ -94,6 +94,14 @@ def test_bad_values_name_the_value_and_the_accepted_ones(report_dir, monkeypatch
     assert issubclass(fathom.Error, RuntimeError)
 
 
+def test_run_names_are_checked_like_fathom_run_name(report_dir, tmp_path):
+    # issue 17: run_name='../escape' wrote outside the report folder.
+    for bad in ["../escape", ".", "..", "a\nb", "r" * 192]:
+        with pytest.raises(fathom.Error, match=r"run_name.*not a valid run name.*1 to 191 bytes"):
+            fathom.Session(report_dir=report_dir, run_name=bad)
+    assert not (tmp_path / "escape.json").exists()
+
+
 def test_an_unwritable_report_folder_fails_at_start(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `fathom analyze` on a real trace from tests/data/traces, skipped (77) when the trace is absent.
+# `fathom analyze` on a real trace from tests/data/traces (in the repository: absent is a failure).
 #   analyze_check.sh FATHOM TRACE JSON_OUT [REGEX...] [json:REGEX...] [-- ANALYZE_ARG...]
 # Exit status must be 0; each REGEX must match the printed analysis, each json:REGEX the JSON
 # written to JSON_OUT; a REGEX starting with '!' must match nothing.
@@ -9,8 +9,8 @@ patterns=()
 while [[ $# -gt 0 && "$1" != "--" ]]; do patterns+=("$1"); shift; done
 [[ $# -gt 0 ]] && shift
 if [[ ! -f "$trace" ]]; then
-  echo "SKIP: $trace is absent (the shared traces are not beside this checkout)"
-  exit 77
+  echo "FAIL: $trace is absent (tests/data/traces is part of the repository)"
+  exit 1
 fi
 rm -f "$json_out"
 out="$("$fathom" analyze "$trace" --json "$json_out" "$@" 2>&1)"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Makes a damaged copy of a trace in the build folder (the original stays where it is), then runs
-# expect_run.sh on it; skipped (77) when the trace is absent.
+# expect_run.sh on it; a failure when the trace is absent.
 #   make_bad_trace.sh KIND TRACE OUT EXPECT_RUN STATUS [REGEX...] -- COMMAND...
 # KIND: gz-half (first half of the .gz bytes), json-half (first half of the JSON text) or
 # third (the first third of the file's bytes: a truncated SQLite export).
 set -u
 kind="$1"; trace="$2"; out="$3"; expect="$4"; shift 4
 if [[ ! -f "$trace" ]]; then
-  echo "SKIP: $trace is absent (the shared traces are not beside this checkout)"
-  exit 77
+  echo "FAIL: $trace is absent (tests/data/traces is part of the repository)"
+  exit 1
 fi
 case "$kind" in
   gz-half) size=$(stat -c %s "$trace"); head -c $((size / 2)) "$trace" >"$out" ;;

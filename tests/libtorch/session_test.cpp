@@ -1,5 +1,7 @@
 #include <fathom/fathom.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -213,6 +215,51 @@ TEST_F(SessionTest, WarningsGoWhereTheOptionsSay) {
   ASSERT_FALSE(said.empty());
   EXPECT_NE(said[0].find(dir()), std::string::npos) << said[0];
   ::unlink(dir().c_str());
+}
+
+// A report that could not be written is not named as if it were (issue 17: "report: PATH" was
+// printed for a file that did not exist). Fails on the code before.
+TEST_F(SessionTest, TheSummaryNamesOnlyAReportThatWasWritten) {
+  ::testing::internal::CaptureStdout();
+  {
+    Session session(Options().report_dir(dir()).run_name("lost").warnings([](std::string_view) {}));
+    fs::remove_tree(dir());
+    std::ofstream(dir()) << "x";  // the report folder is a file now
+    auto model = tiny_model();
+    train(session, model, 1);
+  }
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out.find("report: " + dir()), std::string::npos) << out;
+  EXPECT_NE(out.find("report: not written"), std::string::npos) << out;
+  ::unlink(dir().c_str());
+}
+
+// Two live runs with one run name in one folder: the second writes `<name>-2.json` and says so,
+// instead of both overwriting one report (issue 17). Fails on the code before.
+TEST_F(SessionTest, ASecondLiveRunWithTheSameNameWritesItsOwnReport) {
+  std::vector<std::string> said;
+  Session first(Options().report_dir(dir()).run_name("same").print_report(false));
+  Session second(Options().report_dir(dir()).run_name("same").print_report(false).warnings(
+      [&](std::string_view m) { said.emplace_back(m); }));
+  EXPECT_EQ(first.report_path(), dir() + "/same.json");
+  EXPECT_EQ(second.report_path(), dir() + "/same-2.json");
+  EXPECT_EQ(second.report().run_name, "same-2");
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("in use by another live run"), std::string::npos) << said[0];
+}
+
+// Temporaries a killed run left are removed when the next session starts in that folder.
+// Fails on the code before (nothing removed them).
+TEST_F(SessionTest, TemporariesOfKilledRunsAreRemovedAtStart) {
+  ASSERT_EQ(fs::make_directories(dir()), "");
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  const std::string stale = dir() + "/run.json.tmp." + std::to_string(child);
+  std::ofstream(stale) << "{\"torn";
+  Session session(Options().report_dir(dir()).run_name("run").print_report(false).warnings(
+      [](std::string_view) {}));
+  EXPECT_FALSE(fs::exists(stale));
 }
 
 TEST_F(SessionTest, EnvironmentRedirectsTheReport) {

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "records/bytes_text.h"
+#include "records/terminal_text.h"
 
 namespace fathom {
 namespace {
@@ -243,7 +244,7 @@ std::string format_diff(const ReportDiff& d, double noise) {
         break;
     }
   }
-  return out;
+  return detail::terminal_safe(out);
 }
 
 }  // namespace fathom

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "records/annotation_roles.h"
 #include "records/gz_file.h"
+#include "records/json_number.h"
 #include "records/warning_sink.h"
 
 namespace fathom {
@@ -168,7 +170,28 @@ json record_json(const AnnotationRecord& a) {
 
 template <typename T>
 void get(const json& j, const char* key, T& v) {
-  j.at(key).get_to(v);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    v = detail::json_integer<T>(j.at(key));
+  else
+    j.at(key).get_to(v);
+}
+
+// start_ns and end_ns, each inside the range the analyses' arithmetic holds.
+template <typename R>
+void get_times(const json& j, R& r) {
+  get(j, "start_ns", r.start_ns);
+  get(j, "end_ns", r.end_ns);
+  detail::checked_time_ns(r.start_ns, "start_ns");
+  detail::checked_time_ns(r.end_ns, "end_ns");
+}
+
+std::vector<std::vector<std::int64_t>> shapes_from(const json& j) {
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const json& s : j) {
+    std::vector<std::int64_t>& shape = shapes.emplace_back();
+    for (const json& d : s) shape.push_back(detail::json_integer<std::int64_t>(d));
+  }
+  return shapes;
 }
 
 // Adds the record on one line to batch; returns false for the end line.
@@ -180,15 +203,15 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
     get(j, "name", k.name);
     get(j, "device", k.device);
     get(j, "stream", k.stream);
-    get(j, "start_ns", k.start_ns);
-    get(j, "end_ns", k.end_ns);
+    get_times(j, k);
     get(j, "correlation_id", k.correlation_id);
     get(j, "external_id", k.external_id);
     k.phase = phase_from(j);
     const json& g = j.at("grid");
     const json& b = j.at("block");
-    k.grid_x = g.at(0), k.grid_y = g.at(1), k.grid_z = g.at(2);
-    k.block_x = b.at(0), k.block_y = b.at(1), k.block_z = b.at(2);
+    auto dim = [](const json& d, std::size_t i) { return detail::json_integer<int>(d.at(i)); };
+    k.grid_x = dim(g, 0), k.grid_y = dim(g, 1), k.grid_z = dim(g, 2);
+    k.block_x = dim(b, 0), k.block_y = dim(b, 1), k.block_z = dim(b, 2);
     batch.kernels.push_back(std::move(k));
   } else if (type == "memcpy") {
     MemcpyRecord m;
@@ -198,8 +221,7 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
     get(j, "bytes", m.bytes);
     get(j, "device", m.device);
     get(j, "stream", m.stream);
-    get(j, "start_ns", m.start_ns);
-    get(j, "end_ns", m.end_ns);
+    get_times(j, m);
     get(j, "async", m.async);
     get(j, "correlation_id", m.correlation_id);
     get(j, "external_id", m.external_id);
@@ -210,8 +232,7 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
     get(j, "bytes", m.bytes);
     get(j, "device", m.device);
     get(j, "stream", m.stream);
-    get(j, "start_ns", m.start_ns);
-    get(j, "end_ns", m.end_ns);
+    get_times(j, m);
     get(j, "correlation_id", m.correlation_id);
     get(j, "external_id", m.external_id);
     m.phase = phase_from(j);
@@ -220,8 +241,7 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
     SyncRecord s;
     s.kind = kind_from(j.at("kind"), kSyncKinds, sync_kind_name, "synchronization kind");
     get(j, "stream", s.stream);
-    get(j, "start_ns", s.start_ns);
-    get(j, "end_ns", s.end_ns);
+    get_times(j, s);
     get(j, "correlation_id", s.correlation_id);
     get(j, "external_id", s.external_id);
     s.phase = phase_from(j);
@@ -230,8 +250,7 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
     RuntimeCallRecord r;
     get(j, "name", r.name);
     get(j, "thread", r.thread);
-    get(j, "start_ns", r.start_ns);
-    get(j, "end_ns", r.end_ns);
+    get_times(j, r);
     get(j, "correlation_id", r.correlation_id);
     get(j, "external_id", r.external_id);
     r.phase = phase_from(j);
@@ -241,18 +260,16 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
     get(j, "name", o.name);
     get(j, "sequence_nr", o.sequence_nr);
     get(j, "thread", o.thread);
-    get(j, "start_ns", o.start_ns);
-    get(j, "end_ns", o.end_ns);
+    get_times(j, o);
     get(j, "external_id", o.external_id);
-    get(j, "input_shapes", o.input_shapes);
+    o.input_shapes = shapes_from(j.at("input_shapes"));
     get(j, "input_dtypes", o.input_dtypes);
     batch.ops.push_back(std::move(o));
   } else if (type == "annotation") {
     AnnotationRecord a;
     get(j, "name", a.name);
     get(j, "thread", a.thread);
-    get(j, "start_ns", a.start_ns);
-    get(j, "end_ns", a.end_ns);
+    get_times(j, a);
     // The file keeps the name only (format version 1); its role is the name's, as for a trace.
     batch.annotations.push_back(
         classified_annotation(std::move(a.name), a.thread, a.start_ns, a.end_ns));
@@ -267,7 +284,11 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
   } else if (type == "dropped") {
     std::int64_t n = 0;
     get(j, "count", n);
-    batch.dropped_records += n;
+    if (n < 0) throw Error(fmt::format("a negative dropped count {}", n));
+    // Saturates: a count this large is a corrupted file, still read as "many were dropped".
+    batch.dropped_records = n > std::numeric_limits<std::int64_t>::max() - batch.dropped_records
+                                ? std::numeric_limits<std::int64_t>::max()
+                                : batch.dropped_records + n;
     ++dropped_lines;
   } else if (type == "end") {
     get(j, "records", end_count);
@@ -283,13 +304,21 @@ std::size_t batch_size(const GpuActivity& b) {
          b.syncs.size() + b.runtime_calls.size() + b.ops.size() + b.annotations.size();
 }
 
+// The header's "format" is a string equal to kFormat (value() would throw on another type).
+bool is_header(const json& h) {
+  if (h.is_discarded() || !h.is_object()) return false;
+  auto f = h.find("format");
+  return f != h.end() && f->is_string() && f->get_ref<const std::string&>() == kFormat;
+}
+
 void check_header(const std::string& line, const std::string& path) {
   json h = json::parse(line, nullptr, false);
-  if (h.is_discarded() || !h.is_object() || h.value("format", "") != kFormat) {
+  if (!is_header(h)) {
     throw Error(fmt::format(
         "{} is not a fathom activity file (its first line is not a \"{}\" header)", path, kFormat));
   }
-  const int version = h.value("version", -1);
+  auto v = h.find("version");
+  const std::int64_t version = v != h.end() && v->is_number_integer() ? v->get<std::int64_t>() : -1;
   if (version != kActivityFileVersion) {
     throw Error(fmt::format("{} is activity file version {}; this fathom reads version {}", path,
                             version, kActivityFileVersion));
@@ -419,7 +448,10 @@ GpuActivity load_activity(const std::string& path) {
         move_into(all.runtime_calls, b.runtime_calls);
         move_into(all.ops, b.ops);
         move_into(all.annotations, b.annotations);
-        all.dropped_records += b.dropped_records;
+        all.dropped_records =
+            b.dropped_records > std::numeric_limits<std::int64_t>::max() - all.dropped_records
+                ? std::numeric_limits<std::int64_t>::max()
+                : all.dropped_records + b.dropped_records;
       },
       std::size_t{1} << 62);
   return all;
@@ -433,7 +465,7 @@ bool is_activity_file(const std::string& path) {
   if (nl == std::string::npos) return false;
   // The format alone: a file of another version is still one, and loading it says so.
   const json h = json::parse(head.substr(0, nl), nullptr, false);
-  return !h.is_discarded() && h.is_object() && h.value("format", "") == kFormat;
+  return is_header(h);
 }
 
 }  // namespace fathom

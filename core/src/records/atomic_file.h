@@ -1,15 +1,30 @@
 #pragma once
+// Files fathom creates in folders it does not own (a shared report folder): every name it opens
+// there is new (O_CREAT|O_EXCL|O_NOFOLLOW under a random suffix), so a link planted at a
+// predictable name can neither be written through nor truncate its target.
 #include <string>
 
 namespace fathom {
 
 // Writes content to path so that readers see the old file or the new one, never a torn one:
-// a temporary file in the same folder, flushed to disk, then renamed over path.
+// a new temporary file in the same folder (`<path>.tmp.<pid>.<random>`), flushed to disk, then
+// renamed over path. rename() replaces a link at path itself, never what it points to.
 // Throws fathom::Error naming the path and the system's reason on failure.
 void write_file_atomically(const std::string& path, const std::string& content);
 
-// Creates folder (and parents) and proves it writable by writing and removing a probe file.
+// Creates folder (and parents) and proves it writable by creating and removing a new probe file.
 // Throws fathom::Error naming the folder and the fix.
 void ensure_writable_folder(const std::string& folder);
+
+// Removes the temporary and probe files that fathom processes no longer alive left in folder (a
+// kill during the write): only regular files of this user whose names fathom gives its temporaries.
+// Returns how many it removed; never throws.
+int remove_stale_temporaries(const std::string& folder) noexcept;
+
+namespace detail {
+// Opens a new file named `<prefix><pid>.<random>` for writing (O_EXCL|O_NOFOLLOW, mode 0644
+// less the umask); sets name to the name it made. Returns the descriptor, or -1 with errno set.
+int create_new_file(const std::string& prefix, std::string& name);
+}  // namespace detail
 
 }  // namespace fathom

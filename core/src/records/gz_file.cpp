@@ -1,7 +1,10 @@
 #include "records/gz_file.h"
 
 #include <fathom/error.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -16,6 +19,8 @@ namespace {
 constexpr std::size_t kChunk = std::size_t{1} << 16;
 
 std::string system_reason() { return std::strerror(errno); }
+
+std::string bytes_limit_text(std::int64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
 
 #ifdef FATHOM_HAVE_ZLIB
 gzFile gz(void* h) { return static_cast<gzFile>(h); }
@@ -41,21 +46,64 @@ bool starts_with_gzip_magic(std::FILE* f) {
 }
 #endif
 
+// The file at path, emptied, for writing. A link at path is refused rather than followed, and so
+// is a file with other names (a hard link): emptying it would empty a file someone else named.
+int open_for_replacing(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == ELOOP)
+      throw Error(
+          fmt::format("cannot create {}: it is a symbolic link; fathom writes no file "
+                      "through a link: remove it or choose another name",
+                      path));
+    throw Error(fmt::format("cannot create {}: {}", path, system_reason()));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    ::close(fd);
+    throw Error(
+        fmt::format("cannot create {}: it is not a plain file of its own (a device, a "
+                    "pipe or a hard link); remove it or choose another name",
+                    path));
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    const std::string why = system_reason();
+    ::close(fd);
+    throw Error(fmt::format("cannot create {}: {}", path, why));
+  }
+  return fd;
+}
+
 }  // namespace
 
 bool has_gz_suffix(std::string_view path) noexcept {
   return path.size() >= 3 && path.substr(path.size() - 3) == ".gz";
 }
 
-InputFile::InputFile(std::string path) : path_(std::move(path)) {
+InputFile::InputFile(std::string path, std::int64_t max_bytes)
+    : path_(std::move(path)), max_bytes_(max_bytes) {
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
+  // A device (/dev/zero), a pipe or a folder has no end, or none worth waiting for.
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(fmt::format("cannot read {}: it is not a regular file", path_));
+  }
 #ifdef FATHOM_HAVE_ZLIB
-  gzFile f = gzopen(path_.c_str(), "rb");
-  if (!f) throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
+  gzFile f = gzdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
+  }
   gzbuffer(f, kChunk);
   handle_ = f;
 #else
-  std::FILE* f = std::fopen(path_.c_str(), "rb");
-  if (!f) throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
+  }
   if (starts_with_gzip_magic(f)) {
     std::fclose(f);
     throw Error(fmt::format(
@@ -75,6 +123,12 @@ InputFile::~InputFile() {
 
 bool InputFile::fill() {
   if (eof_) return false;
+  if (read_bytes_ > max_bytes_) {
+    throw Error(fmt::format(
+        "{} holds more than {} (uncompressed), more than fathom reads from one input; cut it "
+        "shorter (a profiler schedule with fewer active steps, a shorter run)",
+        path_, bytes_limit_text(max_bytes_)));
+  }
   if (pos_ > 0) {
     buffer_.erase(0, pos_);
     pos_ = 0;
@@ -88,6 +142,7 @@ bool InputFile::fill() {
     throw Error(fmt::format("{}: {}", path_, gz_problem(gz(handle_), 0, path_)));
   }
   buffer_.resize(old + static_cast<std::size_t>(n));
+  read_bytes_ += n;
   if (n == 0) {
     eof_ = true;
     // A gzip stream cut short reads as an early end; zlib remembers why.
@@ -100,6 +155,7 @@ bool InputFile::fill() {
   std::FILE* f = static_cast<std::FILE*>(handle_);
   const std::size_t n = std::fread(buffer_.data() + old, 1, kChunk, f);
   buffer_.resize(old + n);
+  read_bytes_ += static_cast<std::int64_t>(n);
   if (n == 0) {
     if (std::ferror(f)) throw Error(fmt::format("{}: read error: {}", path_, system_reason()));
     eof_ = true;
@@ -135,25 +191,33 @@ std::string InputFile::peek(std::size_t n) {
 std::string InputFile::read_all() {
   while (fill()) {
   }
-  std::string out = buffer_.substr(pos_);
-  buffer_.clear();
+  buffer_.erase(0, pos_);
   pos_ = 0;
-  return out;
+  return std::move(buffer_);
 }
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)), gzip_(has_gz_suffix(path_)) {
-#ifdef FATHOM_HAVE_ZLIB
-  // "T": plain writing through the same calls when the name does not ask for gzip.
-  gzFile f = gzopen(path_.c_str(), gzip_ ? "wb6" : "wbT");
-  if (!f) throw Error(fmt::format("cannot create {}: {}", path_, system_reason()));
-  gzbuffer(f, kChunk);
-  handle_ = f;
-#else
+#ifndef FATHOM_HAVE_ZLIB
   if (gzip_)
     throw Error(
         fmt::format("cannot write {}: this fathom was built without zlib; drop the .gz", path_));
-  std::FILE* f = std::fopen(path_.c_str(), "wb");
-  if (!f) throw Error(fmt::format("cannot create {}: {}", path_, system_reason()));
+#endif
+  const int fd = open_for_replacing(path_);
+#ifdef FATHOM_HAVE_ZLIB
+  // "T": plain writing through the same calls when the name does not ask for gzip.
+  gzFile f = gzdopen(fd, gzip_ ? "wb6" : "wbT");
+  if (!f) {
+    ::close(fd);
+    throw Error(fmt::format("cannot create {}: {}", path_, system_reason()));
+  }
+  gzbuffer(f, kChunk);
+  handle_ = f;
+#else
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (!f) {
+    ::close(fd);
+    throw Error(fmt::format("cannot create {}: {}", path_, system_reason()));
+  }
   handle_ = f;
 #endif
 }

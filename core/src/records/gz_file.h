@@ -2,6 +2,7 @@
 // Files that may be gzip-compressed: profiler traces (.json.gz) and replay files (.jsonl.gz).
 // Reading sees through gzip whatever the name says; writing compresses when the name ends in
 // .gz. Every failure is a fathom::Error naming the file and what is wrong with it.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -10,9 +11,15 @@ namespace fathom::detail {
 
 bool has_gz_suffix(std::string_view path) noexcept;
 
+// The most an input may hold, uncompressed: a trace or report past it is refused with a clear
+// error rather than exhausting memory (a small .gz can expand a thousandfold).
+inline constexpr std::int64_t kMaxInputBytes = std::int64_t{2} << 30;  // 2 GiB: traces
+inline constexpr std::int64_t kMaxReportBytes = std::int64_t{256} << 20;
+
+// Opens regular files only (a device such as /dev/zero, a pipe or a folder is a clear error).
 class InputFile {
  public:
-  explicit InputFile(std::string path);
+  explicit InputFile(std::string path, std::int64_t max_bytes = kMaxInputBytes);
   ~InputFile();
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
@@ -33,6 +40,8 @@ class InputFile {
   std::string buffer_;
   std::size_t pos_ = 0;
   bool eof_ = false;
+  std::int64_t max_bytes_;
+  std::int64_t read_bytes_ = 0;
 };
 
 class OutputFile {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 
 #include "records/annotation_roles.h"
 #include "records/gz_file.h"
+#include "records/json_number.h"
 
 namespace fathom {
 namespace {
@@ -37,13 +39,30 @@ Category category_of(std::string_view cat) {
                           // python
 }
 
-std::int64_t to_ns(double us) { return std::llround(us * 1000.0); }
+// Microseconds (Kineto's unit) to nanoseconds, inside the range the analyses' arithmetic holds.
+std::int64_t to_ns(double us, const char* what) {
+  const double ns = us * 1000.0;
+  if (!(ns >= 0 && ns <= static_cast<double>(detail::kMaxTimeNs)))
+    throw Error(fmt::format("\"{}\": {} us is outside 0 to 2^62 ns (corrupted?)", what, us));
+  return std::llround(ns);
+}
 
+// The number at key, or fallback when there is none. Integers convert as Kineto means them (a
+// stream 4294967295 is -1); a float that no integer of T holds is an error.
 template <typename T>
 T number(const json& args, const char* key, T fallback = 0) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_number()) return fallback;
-  return it->get<T>();
+  if constexpr (std::is_integral_v<T>) {
+    if (!it->is_number_float()) return it->get<T>();
+    try {
+      return detail::json_integer<T>(*it);
+    } catch (const Error& e) {
+      throw Error(fmt::format("\"{}\": {}", key, std::string(e.what()).substr(8)));
+    }
+  } else {
+    return it->get<T>();
+  }
 }
 
 // Kernels and copies say "external id" in 2021 traces; ops always said "External id".
@@ -65,10 +84,10 @@ std::uint64_t thread_of(const json& e) {
   if (it->is_number_integer()) return static_cast<std::uint64_t>(it->get<std::int64_t>());
   if (it->is_string()) {
     const auto s = it->get<std::string>();
-    if (!s.empty() &&
-        std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
-      return std::stoull(s);
-    return std::hash<std::string>{}(s);
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (!s.empty() && ec == std::errc() && end == s.data() + s.size()) return v;
+    return std::hash<std::string>{}(s);  // a label, or digits too many for a number
   }
   return 0;
 }
@@ -78,7 +97,10 @@ std::array<std::int32_t, 3> dim3(const json& args, const char* key) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_array()) return d;
   for (std::size_t i = 0; i < 3 && i < it->size(); ++i)
-    if ((*it)[i].is_number()) d[i] = (*it)[i].get<std::int32_t>();
+    if ((*it)[i].is_number_float())
+      d[i] = detail::json_integer<std::int32_t>((*it)[i]);
+    else if ((*it)[i].is_number())
+      d[i] = (*it)[i].get<std::int32_t>();
   return d;
 }
 
@@ -155,8 +177,11 @@ struct Builder {
     const json& args = args_it != e.end() && args_it->is_object() ? *args_it : kNoArgs;
     std::string name;
     if (auto n = e.find("name"); n != e.end() && n->is_string()) name = n->get<std::string>();
-    const std::int64_t start = to_ns(ts->get<double>());
-    const std::int64_t end = start + std::max<std::int64_t>(0, to_ns(number<double>(e, "dur")));
+    const std::int64_t start = to_ns(ts->get<double>(), "ts");
+    const std::int64_t dur = to_ns(std::max(0.0, number<double>(e, "dur")), "dur");
+    if (dur > detail::kMaxTimeNs - start)
+      throw Error(fmt::format("\"ts\" + \"dur\" ends past 2^62 ns (corrupted?)"));
+    const std::int64_t end = start + dur;
     const auto device = number<std::int32_t>(args, "device", number<std::int32_t>(e, "pid"));
 
     switch (c) {
@@ -321,6 +346,10 @@ GpuActivity parse_kineto_trace(const std::string& text, const std::string& sourc
   json top;
   try {
     top = json::parse(text, callback);
+  } catch (const Error& e) {
+    // b.events counts the event being read.
+    throw Error(fmt::format("{}: trace event {}: {}", source_name, b.events,
+                            std::string(e.what()).substr(8)));
   } catch (const json::parse_error& e) {
     throw Error(fmt::format("{} is not valid JSON at byte {} (truncated or corrupted?)",
                             source_name, e.byte));

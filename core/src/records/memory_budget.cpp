@@ -27,6 +27,10 @@ constexpr std::array<std::pair<std::string_view, double>, 12> kUnits{{{"KiB", 10
                                                                       {"G", 1073741824.0},
                                                                       {"T", 1099511627776.0}}};
 
+// Below these no real run fits: a budget this small is a typo (1e-300, a missing unit).
+constexpr double kMinFraction = 0.01;
+constexpr double kMinBytes = 1e6;
+
 [[noreturn]] void reject(std::string_view text, std::string_view what, std::string_view why) {
   throw Error(
       fmt::format("{}='{}' is not a memory budget ({}); write bytes such as 12GiB, 512MiB, "
@@ -54,10 +58,12 @@ MemoryBudget parse_memory_budget(std::string_view text, std::string_view what) {
   if (value <= 0) reject(text, what, "it must be positive");
   if (unit == "%") {
     if (value > 100) reject(text, what, "a percentage above 100");
+    if (value < kMinFraction * 100) reject(text, what, "below 1 %, the smallest budget");
     return MemoryBudget::fraction(value / 100.0);
   }
   if (unit.empty() && number.find_first_of(".eE") != std::string_view::npos) {
     if (value > 1) reject(text, what, "a fraction above 1; write bytes as a whole number");
+    if (value < kMinFraction) reject(text, what, "below 0.01, the smallest budget");
     return MemoryBudget::fraction(value);
   }
   double scale = 1.0;
@@ -74,7 +80,7 @@ MemoryBudget parse_memory_budget(std::string_view text, std::string_view what) {
   }
   const double b = value * scale;
   if (b >= 9.2e18) reject(text, what, "too large");
-  if (b < 1) reject(text, what, "less than one byte");
+  if (b < kMinBytes) reject(text, what, "below 1000000 bytes (1 MB), the smallest budget");
   return MemoryBudget::bytes(static_cast<std::int64_t>(b));
 }
 

@@ -1,14 +1,19 @@
 #include <fathom/error.h>
 #include <fathom/options.h>
+#include <fathom/rank_info.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
+
+#include "records/run_name.h"
 
 extern char** environ;
 
@@ -102,6 +107,28 @@ void check_unknown_variables() {
                  static_cast<int>(name.size()), name.data(), known.c_str());
   }
 }
+// The activity file's folder must exist (fathom creates report folders, not this one: a typo in
+// it would otherwise be found at the first GPU batch) and its name must say the format.
+void check_activity_path(const std::string& path, std::string_view source) {
+  const auto ends_with = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (!ends_with(".jsonl") && !ends_with(".jsonl.gz"))
+    throw Error(
+        fmt::format("{}='{}' is not an activity file name; accepted: a path ending in "
+                    ".jsonl or .jsonl.gz (gzip-compressed) in an existing folder",
+                    source, path));
+  const auto slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  struct stat st;
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(
+        fmt::format("{}='{}': the folder {} does not exist; accepted: a path ending in "
+                    ".jsonl or .jsonl.gz in an existing folder",
+                    source, path, folder));
+}
+
 }  // namespace
 
 std::string_view mode_name(Mode m) noexcept { return name_of(m, kModes); }
@@ -133,10 +160,31 @@ Options Options::with_env() const {
     o.record_activity_ = v;
   }
   if (const char* v = get("FATHOM_RUN_NAME")) {
-    if (!*v || std::strchr(v, '/'))
-      throw Error(fmt::format("FATHOM_RUN_NAME='{}' must be a non-empty file name without '/'", v));
+    detail::check_run_name(v, "FATHOM_RUN_NAME");
     o.run_name_ = v;
+  } else if (!o.run_name_.empty()) {
+    detail::check_run_name(o.run_name_, "Options::run_name (Python: run_name=)");
   }
+  if (!o.record_activity_.empty())
+    check_activity_path(o.record_activity_, get("FATHOM_RECORD_ACTIVITY")
+                                                ? "FATHOM_RECORD_ACTIVITY"
+                                                : "Options::record_activity");
+  if (o.checkpoint_budget_ && o.checkpoint_budget_->is_fraction()) {
+    const double f = o.checkpoint_budget_->fraction_of_whole();
+    if (!(f >= 0.01 && f <= 1))
+      throw Error(
+          fmt::format("Options::checkpoint_budget fraction {} is not valid; accepted: "
+                      "0.01 to 1 (1 % to 100 % of device memory)",
+                      f));
+  } else if (o.checkpoint_budget_ && o.checkpoint_budget_->byte_count() < 1) {
+    throw Error(
+        fmt::format("Options::checkpoint_budget of {} bytes is not valid; accepted: at "
+                    "least 1 byte, or a fraction 0.01 to 1",
+                    o.checkpoint_budget_->byte_count()));
+  }
+  // Read by the distributed extension, but checked here: a bad value is an error at start
+  // whether or not this run turns out to be distributed.
+  (void)merge_timeout_from_environment(std::chrono::seconds(60));
   return o;
 }
 

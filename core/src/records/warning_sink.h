@@ -11,7 +11,6 @@
 #include <concepts>
 #include <cstdint>
 #include <optional>
-#include <source_location>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -44,15 +43,30 @@ void warn_as(std::string_view key, const Parts&... parts) noexcept {
   }
 }
 
+// The file and line of a call, as std::source_location gives them. Its own type because clang
+// before 15 cannot compile libstdc++'s <source_location> (no __builtin_source_location), and the
+// sanitizer and fuzzer builds use clang 14; the builtins below give the same place with any
+// compiler, evaluated where the default argument is used: at the call.
+struct CallSite {
+  static constexpr CallSite current(const char* file = __builtin_FILE(),
+                                    unsigned line = __builtin_LINE()) noexcept {
+    return CallSite{file, line};
+  }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr unsigned line() const noexcept { return line_; }
+  const char* file_;
+  unsigned line_;
+};
+
 // A warning's first part, and the place in fathom that says it: that place is the warning's
 // kind, so two different warnings are never rate-limited together and no call names a key.
 struct WarningStart {
   template <typename T>
   requires std::convertible_to<const T&, std::string_view> WarningStart(
-      const T& text, std::source_location where = std::source_location::current())
+      const T& text, CallSite where = CallSite::current())
       : text(text), where(where) {}
   std::string_view text;
-  std::source_location where;
+  CallSite where;
 };
 
 // warn("the device could not be synchronized: ", e.what())

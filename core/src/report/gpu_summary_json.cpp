@@ -8,6 +8,7 @@
 #include <array>
 
 #include "analyze/transfer_analysis.h"
+#include "records/json_number.h"
 #include "report/json_helpers.h"
 
 namespace fathom::detail {
@@ -22,15 +23,24 @@ void get(const json& j, const char* key, std::optional<double>& v) {
   v = x.is_null() ? std::nullopt : std::optional<double>(x.get<double>());
 }
 
+// Integers through json_integer: a number out of the field's range is an error, not a wrap.
+template <typename T>
+void read_into(const json& x, T& v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    v = detail::json_integer<T>(x);
+  else
+    x.get_to(v);
+}
+
 template <typename T>
 void get(const json& j, const char* key, T& v) {
-  j.at(key).get_to(v);
+  read_into(j.at(key), v);
 }
 
 // Fields added after version 1 was first written: absent in older files, which keep the default.
 template <typename T>
 void get_if(const json& j, const char* key, T& v) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(v);
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) read_into(*it, v);
 }
 
 void get_if(const json& j, const char* key, std::optional<double>& v) {

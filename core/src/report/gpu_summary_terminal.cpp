@@ -11,6 +11,7 @@
 #include "aggregate/kernel_classifier.h"
 #include "analyze/transfer_analysis.h"
 #include "records/bytes_text.h"
+#include "records/terminal_text.h"
 
 namespace fathom {
 namespace {
@@ -221,7 +222,7 @@ std::string format_gpu_summary_text(const GpuSummary& s) {
                    s.dropped_records, s.records + s.dropped_records);
   for (const Unmeasured& u : s.not_measured)
     fmt::format_to(o, "  not measured: {}: {}\n", u.what, u.why);
-  return out;
+  return detail::terminal_safe(out);
 }
 
 }  // namespace fathom

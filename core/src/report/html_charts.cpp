@@ -6,6 +6,8 @@
 #include <cmath>
 #include <iterator>
 
+#include "records/terminal_text.h"
+
 namespace fathom::html {
 namespace {
 
@@ -70,7 +72,14 @@ std::string figure(std::string_view title, const std::string& svg, const std::st
 std::string escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    // A right-to-left override in a kernel or module name would reorder the page around it.
+    if (const std::size_t n = detail::bidi_control_at(text, i)) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      i += n - 1;
+      continue;
+    }
     switch (c) {
       case '&':
         out += "&amp;";

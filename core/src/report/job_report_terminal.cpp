@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "records/bytes_text.h"
+#include "records/terminal_text.h"
 
 namespace fathom {
 namespace {
@@ -93,7 +94,7 @@ std::string format_job_terminal(const JobReport& report, int epoch) {
       if (!f.estimated_gain.empty()) append(out, "      gain: {}\n", f.estimated_gain);
     }
   }
-  return out;
+  return detail::terminal_safe(out);
 }
 
 }  // namespace fathom

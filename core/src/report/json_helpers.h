@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
+
+#include "records/json_number.h"
 
 namespace fathom::detail {
 
@@ -21,7 +24,10 @@ template <typename T, typename Json>
 std::optional<T> optional_from(const Json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->template get<T>();
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return json_integer<T>(*it);
+  else
+    return it->template get<T>();
 }
 
 template <typename Json = nlohmann::json>

@@ -5,6 +5,7 @@
 
 #include <iterator>
 
+#include "records/json_number.h"
 #include "report/json_helpers.h"
 
 namespace fathom::detail {
@@ -60,20 +61,21 @@ std::optional<MixedPrecisionSummary> mixed_precision_from(const json& epoch) {
   m.dtype = j.at("dtype").get<std::string>();
   m.device_type = j.at("device_type").get<std::string>();
   m.grad_scaling = j.at("grad_scaling").get<bool>();
-  m.steps_low_precision = j.at("steps_low_precision").get<std::int64_t>();
-  m.steps_fp32 = j.at("steps_fp32").get<std::int64_t>();
+  m.steps_low_precision = detail::json_integer<std::int64_t>(j.at("steps_low_precision"));
+  m.steps_fp32 = detail::json_integer<std::int64_t>(j.at("steps_fp32"));
   for (const json& p : j.at("phases")) {
     const std::string name = p.at("phase").get<std::string>();
     const auto phase = phase_from_name(name);
     if (!phase) throw Error(fmt::format("unknown phase '{}' in mixed_precision.phases", name));
-    m.phases.push_back(
-        {*phase, p.at("low_precision").get<std::int64_t>(), p.at("fp32").get<std::int64_t>()});
+    m.phases.push_back({*phase, detail::json_integer<std::int64_t>(p.at("low_precision")),
+                        detail::json_integer<std::int64_t>(p.at("fp32"))});
   }
-  m.skipped_steps = j.at("skipped_steps").get<std::int64_t>();
+  m.skipped_steps = detail::json_integer<std::int64_t>(j.at("skipped_steps"));
   m.scale = optional_from<double>(j, "scale");
-  m.scale_changes = j.at("scale_changes").get<std::int64_t>();
+  m.scale_changes = detail::json_integer<std::int64_t>(j.at("scale_changes"));
   for (const json& s : j.at("scale_history"))
-    m.scale_history.push_back({s.at("step").get<std::int64_t>(), s.at("scale").get<double>()});
+    m.scale_history.push_back(
+        {detail::json_integer<std::int64_t>(s.at("step")), s.at("scale").get<double>()});
   m.fp32_step_ms = optional_from<double>(j, "fp32_step_ms");
   m.amp_step_ms = optional_from<double>(j, "amp_step_ms");
   m.fp32_loss_reference = optional_from<double>(j, "fp32_loss_reference");
@@ -82,8 +84,8 @@ std::optional<MixedPrecisionSummary> mixed_precision_from(const json& epoch) {
     const std::string name = e.at("kind").get<std::string>();
     const std::optional<AmpEventKind> kind = amp_event_kind_from_name(name);
     if (!kind) throw Error(fmt::format("unknown kind '{}' in mixed_precision.events", name));
-    m.events.push_back(
-        {e.at("step").get<std::int64_t>(), *kind, e.at("detail").get<std::string>()});
+    m.events.push_back({detail::json_integer<std::int64_t>(e.at("step")), *kind,
+                        e.at("detail").get<std::string>()});
   }
   return m;
 }

@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "records/bytes_text.h"
+#include "records/json_number.h"
 #include "report/json_helpers.h"
 
 namespace fathom::detail {
@@ -22,7 +23,8 @@ json segments_json(const std::vector<CheckpointSegment>& segments) {
 
 std::vector<CheckpointSegment> segments_from(const json& j) {
   std::vector<CheckpointSegment> out;
-  for (const json& s : j) out.push_back({s.at(0).get<int>(), s.at(1).get<int>()});
+  for (const json& s : j)
+    out.push_back({detail::json_integer<int>(s.at(0)), detail::json_integer<int>(s.at(1))});
   return out;
 }
 
@@ -105,18 +107,18 @@ std::optional<ModuleReport> module_report_from(const json& epoch) {
   const json& j = *it;
   ModuleReport m;
   m.source = j.at("source").get<std::string>();
-  m.profiled_steps = j.at("profiled_steps").get<std::int64_t>();
+  m.profiled_steps = detail::json_integer<std::int64_t>(j.at("profiled_steps"));
   for (const json& x : j.at("modules")) {
     ModuleMeasurement v;
     v.chain = x.at("chain").get<std::string>();
     v.name = x.at("name").get<std::string>();
-    v.calls = x.at("calls").get<std::int64_t>();
-    v.saved_bytes = x.at("saved_bytes").get<std::int64_t>();
-    v.own_bytes = x.at("own_bytes").get<std::int64_t>();
-    v.input_saved_bytes = x.at("input_saved_bytes").get<std::int64_t>();
-    v.output_saved_bytes = x.at("output_saved_bytes").get<std::int64_t>();
-    v.input_bytes = x.at("input_bytes").get<std::int64_t>();
-    v.output_bytes = x.at("output_bytes").get<std::int64_t>();
+    v.calls = detail::json_integer<std::int64_t>(x.at("calls"));
+    v.saved_bytes = detail::json_integer<std::int64_t>(x.at("saved_bytes"));
+    v.own_bytes = detail::json_integer<std::int64_t>(x.at("own_bytes"));
+    v.input_saved_bytes = detail::json_integer<std::int64_t>(x.at("input_saved_bytes"));
+    v.output_saved_bytes = detail::json_integer<std::int64_t>(x.at("output_saved_bytes"));
+    v.input_bytes = detail::json_integer<std::int64_t>(x.at("input_bytes"));
+    v.output_bytes = detail::json_integer<std::int64_t>(x.at("output_bytes"));
     v.aliases_input = x.at("aliases_input").get<bool>();
     v.forward_ms = x.at("forward_ms").get<double>();
     v.forward_device_ms = optional_from<double>(x, "forward_device_ms");
@@ -127,14 +129,16 @@ std::optional<ModuleReport> module_report_from(const json& epoch) {
     CheckpointPlanReport p;
     p.chain = x.at("chain").get<std::string>();
     p.budget = x.at("budget").get<std::string>();
-    p.budget_bytes = x.at("budget_bytes").get<std::int64_t>();
-    p.unconstrained_peak_bytes = x.at("unconstrained_peak_bytes").get<std::int64_t>();
-    p.predicted_peak_bytes = x.at("predicted_peak_bytes").get<std::int64_t>();
-    p.min_feasible_budget_bytes = x.at("min_feasible_budget_bytes").get<std::int64_t>();
+    p.budget_bytes = detail::json_integer<std::int64_t>(x.at("budget_bytes"));
+    p.unconstrained_peak_bytes =
+        detail::json_integer<std::int64_t>(x.at("unconstrained_peak_bytes"));
+    p.predicted_peak_bytes = detail::json_integer<std::int64_t>(x.at("predicted_peak_bytes"));
+    p.min_feasible_budget_bytes =
+        detail::json_integer<std::int64_t>(x.at("min_feasible_budget_bytes"));
     p.forward_ms = x.at("forward_ms").get<double>();
     p.recompute_ms = x.at("recompute_ms").get<double>();
     p.step_overhead = optional_from<double>(x, "step_overhead");
-    p.predicted_stored_bytes = x.at("predicted_stored_bytes").get<std::int64_t>();
+    p.predicted_stored_bytes = detail::json_integer<std::int64_t>(x.at("predicted_stored_bytes"));
     p.measured_stored_bytes = optional_from<std::int64_t>(x, "measured_stored_bytes");
     p.feasible = x.at("feasible").get<bool>();
     p.applied = x.at("applied").get<bool>();
@@ -145,7 +149,7 @@ std::optional<ModuleReport> module_report_from(const json& epoch) {
   }
   for (const json& x : j.at("out_of_memory")) {
     OutOfMemoryEvent o;
-    o.step = x.at("step").get<std::int64_t>();
+    o.step = detail::json_integer<std::int64_t>(x.at("step"));
     o.phase = phase_from(x.at("phase").get<std::string>());
     o.module = x.at("module").get<std::string>();
     o.peak_allocated_bytes = optional_from<std::int64_t>(x, "peak_allocated_bytes");

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/json_number.h"
 #include "report/achievement_json.h"
 #include "report/gpu_summary_json.h"
 #include "report/json_helpers.h"
@@ -36,10 +37,10 @@ std::optional<DeviceMemoryPeak> memory_from(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   DeviceMemoryPeak m;
-  m.peak_allocated_bytes = it->at("peak_allocated_bytes").get<std::int64_t>();
-  m.peak_reserved_bytes = it->at("peak_reserved_bytes").get<std::int64_t>();
-  m.alloc_retries = it->at("alloc_retries").get<std::int64_t>();
-  m.ooms = it->at("ooms").get<std::int64_t>();
+  m.peak_allocated_bytes = detail::json_integer<std::int64_t>(it->at("peak_allocated_bytes"));
+  m.peak_reserved_bytes = detail::json_integer<std::int64_t>(it->at("peak_reserved_bytes"));
+  m.alloc_retries = detail::json_integer<std::int64_t>(it->at("alloc_retries"));
+  m.ooms = detail::json_integer<std::int64_t>(it->at("ooms"));
   return m;
 }
 
@@ -116,7 +117,7 @@ std::optional<DeviceTelemetry> telemetry_from(const json& parent) {
   DeviceTelemetry t;
   t.source = j.at("source").get<std::string>();
   t.device_name = j.at("device_name").get<std::string>();
-  t.samples = j.at("samples").get<std::int64_t>();
+  t.samples = detail::json_integer<std::int64_t>(j.at("samples"));
   t.duration_s = j.at("duration_s").get<double>();
   t.gpu_utilization_pct_mean = optional_from<double>(j, "gpu_utilization_pct_mean");
   t.gpu_utilization_pct_max = optional_from<double>(j, "gpu_utilization_pct_max");
@@ -168,11 +169,11 @@ std::optional<MemoryFootprint> footprint_from(const json& parent) {
   if (it == parent.end() || it->is_null()) return std::nullopt;
   const json& j = *it;
   MemoryFootprint m;
-  m.parameter_count = j.at("parameter_count").get<std::int64_t>();
-  m.parameter_bytes = j.at("parameter_bytes").get<std::int64_t>();
-  m.gradient_bytes = j.at("gradient_bytes").get<std::int64_t>();
+  m.parameter_count = detail::json_integer<std::int64_t>(j.at("parameter_count"));
+  m.parameter_bytes = detail::json_integer<std::int64_t>(j.at("parameter_bytes"));
+  m.gradient_bytes = detail::json_integer<std::int64_t>(j.at("gradient_bytes"));
   m.optimizer_state_bytes = optional_from<std::int64_t>(j, "optimizer_state_bytes");
-  m.activation_bytes = j.at("activation_bytes").get<std::int64_t>();
+  m.activation_bytes = detail::json_integer<std::int64_t>(j.at("activation_bytes"));
   m.checkpointable_blocks = optional_from<std::int64_t>(j, "checkpointable_blocks");
   m.mixed_precision = j.at("mixed_precision").get<bool>();
   m.checkpointing = j.at("checkpointing").get<bool>();
@@ -270,10 +271,10 @@ CopyDirection direction_from(const std::string& s) {
 
 EpochSummary epoch_from(const json& j) {
   EpochSummary e;
-  e.index = j.at("index").get<std::int64_t>();
-  e.steps = j.at("steps").get<std::int64_t>();
-  e.failed_steps = j.at("failed_steps").get<std::int64_t>();
-  e.samples = j.at("samples").get<std::int64_t>();
+  e.index = detail::json_integer<std::int64_t>(j.at("index"));
+  e.steps = detail::json_integer<std::int64_t>(j.at("steps"));
+  e.failed_steps = detail::json_integer<std::int64_t>(j.at("failed_steps"));
+  e.samples = detail::json_integer<std::int64_t>(j.at("samples"));
   e.wall_ms = j.at("wall_ms").get<double>();
   e.step_ms_total = j.at("step_ms_total").get<double>();
   e.step_ms_max = j.at("step_ms_max").get<double>();
@@ -282,8 +283,8 @@ EpochSummary epoch_from(const json& j) {
     const json& pj = j.at("phases").at(std::string(phase_name(p)));
     PhaseSummary& s = e.phases[static_cast<std::size_t>(p)];
     s.phase = p;
-    s.count = pj.at("count").get<std::int64_t>();
-    s.aborted = pj.at("aborted").get<std::int64_t>();
+    s.count = detail::json_integer<std::int64_t>(pj.at("count"));
+    s.aborted = detail::json_integer<std::int64_t>(pj.at("aborted"));
     s.inferred = pj.at("inferred").get<bool>();
     s.wall_ms_total = pj.at("wall_ms_total").get<double>();
     s.wall_ms_max = pj.at("wall_ms_max").get<double>();
@@ -294,8 +295,8 @@ EpochSummary epoch_from(const json& j) {
   for (const json& c : j.at("copies")) {
     e.copies.push_back(CopySummary{
         direction_from(c.at("direction").get<std::string>()), c.at("pinned").get<bool>(),
-        c.at("non_blocking").get<bool>(), c.at("count").get<std::int64_t>(),
-        c.at("bytes").get<std::int64_t>(), c.at("wall_ms_total").get<double>()});
+        c.at("non_blocking").get<bool>(), detail::json_integer<std::int64_t>(c.at("count")),
+        detail::json_integer<std::int64_t>(c.at("bytes")), c.at("wall_ms_total").get<double>()});
   }
   e.device_memory = memory_from(j, "device_memory");
   e.peak_rss_bytes = optional_from<std::int64_t>(j, "peak_rss_bytes");
@@ -332,11 +333,13 @@ RunReport parse_json_report(const std::string& text, const std::string& source_n
   if (j.is_discarded()) {
     throw Error(fmt::format("{} is not valid JSON (truncated or corrupted?)", source_name));
   }
-  if (!j.is_object() || j.value("schema", "") != "fathom.report") {
+  const auto schema = j.is_object() ? j.find("schema") : j.end();
+  if (!j.is_object() || schema == j.end() || *schema != "fathom.report") {
     throw Error(
         fmt::format("{} is not a fathom report (no \"schema\": \"fathom.report\")", source_name));
   }
-  const int version = j.value("schema_version", -1);
+  const auto v = j.find("schema_version");
+  const std::int64_t version = v != j.end() && v->is_number_integer() ? v->get<std::int64_t>() : -1;
   if (version != kReportSchemaVersion) {
     throw Error(fmt::format("{} has report schema version {}; this fathom reads version {}",
                             source_name, version, kReportSchemaVersion));
@@ -353,15 +356,28 @@ RunReport parse_json_report(const std::string& text, const std::string& source_n
     env.device_name = ej.at("device_name").get<std::string>();
     env.device_memory_bytes = optional_from<std::int64_t>(ej, "device_memory_bytes");
     env.hostname = ej.at("hostname").get<std::string>();
-    env.pid = ej.at("pid").get<std::int64_t>();
+    env.pid = detail::json_integer<std::int64_t>(ej.at("pid"));
     env.started_at = ej.at("started_at").get<std::string>();
     env.mode = ej.at("mode").get<std::string>();
     env.nvtx = ej.at("nvtx").get<std::string>();
     for (const json& u : ej.at("not_measured")) env.not_measured.push_back(unmeasured_from(u));
-    for (const json& e : j.at("epochs")) r.epochs.push_back(epoch_from(e));
+    // The place of a problem: which epoch (nlohmann's messages name the type, not the path).
+    const json& epochs = j.at("epochs");
+    for (std::size_t i = 0; i < epochs.size(); ++i) {
+      try {
+        r.epochs.push_back(epoch_from(epochs.at(i)));
+      } catch (const json::exception& e) {
+        throw Error(fmt::format("epochs[{}]: {}", i, e.what()));
+      } catch (const Error& e) {
+        throw Error(fmt::format("epochs[{}]: {}", i, std::string(e.what()).substr(8)));
+      }
+    }
     return r;
   } catch (const json::exception& e) {
     throw Error(fmt::format("{} is not a valid fathom report: {}", source_name, e.what()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} is not a valid fathom report: {}", source_name,
+                            std::string(e.what()).substr(8)));
   }
 }
 

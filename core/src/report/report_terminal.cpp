@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "records/bytes_text.h"
+#include "records/terminal_text.h"
 #include "report/mixed_precision_report.h"
 #include "report/module_report_writers.h"
 
@@ -299,7 +300,7 @@ std::string format_terminal_report(const RunReport& report, int epoch) {
   achievement_section(out, e);
   not_measured_section(out, env);
   findings(out, e);
-  return out;
+  return detail::terminal_safe(out);
 }
 
 }  // namespace fathom

@@ -152,6 +152,7 @@ Session::Session(Options options) {
   known.distributed = detail::add_distributed_extension(*state_);
   if (!resolved.autograd_hook())
     env.not_measured.push_back({"activation bytes per module", detail::kAutogradHookOff});
+  state_->claim_report_name();
 }
 
 Session::~Session() = default;

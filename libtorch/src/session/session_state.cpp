@@ -115,6 +115,29 @@ void SessionState::set_rank(const RankInfo& rank) {
   report_path_ = options_.report_dir() + "/" + report_.run_name + rank_file_suffix(rank) + ".json";
 }
 
+void SessionState::claim_report_name() {
+  const std::string& folder = options_.report_dir();
+  if (const int removed = remove_stale_temporaries(folder))
+    detail::warn("removed ", removed, " temporary file(s) that killed runs left in ", folder);
+  const std::string base = report_.run_name + rank_file_suffix(rank_);
+  name_lock_ = std::make_unique<RunNameLock>(folder, base);
+  if (name_lock_->name() == base) return;
+  const long holder = name_lock_->holder_of_base();
+  const std::string by = holder ? " (pid " + std::to_string(holder) + ")" : std::string();
+  if (rank_.distributed()) {
+    // Every rank of a job shares the run name, and rank 0 merges by it: renaming one rank would
+    // orphan its summaries. Say so instead.
+    detail::warn("run name '", report_.run_name, "' is in use by another live run in ", folder, by,
+                 ": both write ", report_path_, "; give each job its own FATHOM_RUN_NAME");
+    return;
+  }
+  const std::string taken = report_.run_name;
+  report_.run_name = name_lock_->name();
+  report_path_ = folder + "/" + report_.run_name + ".json";
+  detail::warn("run name '", taken, "' is in use by another live run in ", folder, by,
+               "; this run writes ", report_path_, " instead");
+}
+
 SessionState::~SessionState() = default;
 
 void SessionState::begin_epoch() noexcept {
@@ -185,8 +208,10 @@ void SessionState::end_epoch(bool by_exception) noexcept {
 }
 
 void SessionState::write_report() noexcept {
+  bool written = false;
   try {
     write_file_atomically(report_path_, format_json_report(report_));
+    written = true;
     // The self-contained HTML page beside it, for people (the JSON is for tools).
     const std::string html = report_path_.substr(0, report_path_.size() - 5) + ".html";
     write_file_atomically(html, format_html_report(report_));
@@ -199,7 +224,11 @@ void SessionState::write_report() noexcept {
     try {
       std::string text = format_terminal_report(report_);
       std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fprintf(stdout, "  report: %s\n\n", report_path_.c_str());
+      // Only a file that is there: a lost report was a warning above.
+      if (written)
+        std::fprintf(stdout, "  report: %s\n\n", report_path_.c_str());
+      else
+        std::fprintf(stdout, "  report: not written (see fathom's warning)\n\n");
       std::fflush(stdout);
     } catch (const std::exception& e) {
       detail::warn("terminal report failed: ", e.what());

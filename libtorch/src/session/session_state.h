@@ -15,6 +15,7 @@
 #include "collect/nvtx.h"
 #include "measure/allocator_access.h"
 #include "measure/device_meter.h"
+#include "records/run_name.h"
 #include "records/warning_sink.h"
 #include "session/op_ranges.h"
 #include "session/session_extension.h"
@@ -73,6 +74,10 @@ class SessionState {
   // epoch and step labels. Set before the first epoch.
   void set_rank(const RankInfo& rank);
   const RankInfo& rank() const noexcept { return rank_; }
+  // Once the rank is known (the end of Session's constructor): removes the temporaries killed runs
+  // left in the report folder and locks this run's report name; a name another live run holds
+  // becomes `<name>-N`, said in a warning and in the report's run_name.
+  void claim_report_name();
 
   RunReport& report() noexcept { return report_; }
   const std::string& report_path() const noexcept { return report_path_; }
@@ -93,6 +98,8 @@ class SessionState {
   // constructor until every extension is gone.
   detail::WarningScope warnings_;
   Options options_;
+  // Destroyed after the last report is written (members end in reverse order).
+  std::unique_ptr<RunNameLock> name_lock_;
   RunReport report_;
   std::string report_path_;
   RankInfo rank_;

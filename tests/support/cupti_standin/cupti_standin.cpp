@@ -232,8 +232,12 @@ EntryLock::EntryLock() {
     std::lock_guard g(g_probes_mutex);
     g_probes.push_back(std::move(probe));
   }
-  locked_ =
-      s.lock.try_lock_for(std::chrono::milliseconds(s.race_probe ? s.race_timeout_ms : 30000));
+  // A timed wait by polling try_lock(): libstdc++'s try_lock_for uses pthread_mutex_clocklock,
+  // which ThreadSanitizer (clang 14) does not see, so every unlock after it read as a bug.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(s.race_probe ? s.race_timeout_ms : 30000);
+  while (!(locked_ = s.lock.try_lock()) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   if (!locked_) {
     // Counted without the lock: the one field written that way.
     __atomic_add_fetch(&s.stats.lock_order_violations, 1, __ATOMIC_RELAXED);

@@ -1,0 +1,92 @@
+// A long run: many epochs of a tiny model on the CPU under fathom, printing at intervals the
+// resident memory, the time an epoch end takes (the report written as JSON and HTML) and the
+// report's size, to show what grows with the run's length and what stays flat.
+//   soak_bench [EPOCHS=500] [STEPS_PER_EPOCH=60]
+#include <fathom/fathom.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+long resident_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  long value = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      in >> value;
+      return value;
+    }
+    in.ignore(4096, '\n');
+  }
+  return 0;
+}
+
+long file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  return in ? static_cast<long>(in.tellg()) : -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int epochs = argc > 1 ? std::atoi(argv[1]) : 500;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 60;
+  torch::manual_seed(0);
+  torch::nn::Sequential model(torch::nn::Linear(16, 32), torch::nn::ReLU(),
+                              torch::nn::Linear(32, 1));
+  torch::optim::SGD opt(model->parameters(), 0.01);
+  const std::string dir = "/tmp/fathom-soak-" + std::to_string(::getpid());
+  fathom::Session session(
+      fathom::Options().report_dir(dir).run_name("soak").print_report(false).warnings(
+          [](std::string_view m) {
+            std::fprintf(stderr, "warning: %.*s\n", int(m.size()), m.data());
+          }));
+  session.watch(*model);
+  session.watch(opt);
+  const torch::Tensor x = torch::randn({8, 16}), y = torch::randn({8, 1});
+  std::printf("%8s %8s %12s %14s %14s %14s\n", "epoch", "steps", "rss_MiB", "epoch_end_ms",
+              "json_KiB", "html_KiB");
+  for (int e = 0; e < epochs; ++e) {
+    std::chrono::steady_clock::time_point before_end;
+    {
+      auto epoch = session.epoch();
+      for (int i = 0; i < steps; ++i) {
+        auto step = epoch.step(8);
+        torch::Tensor loss;
+        {
+          auto f = step.forward();
+          loss = torch::mse_loss(fathom::forward(model, x), y);
+        }
+        {
+          auto b = step.backward();
+          opt.zero_grad();
+          loss.backward();
+        }
+        {
+          auto o = step.optimizer();
+          opt.step();
+        }
+      }
+      before_end = std::chrono::steady_clock::now();
+    }  // the epoch ends here: summary, advisor, JSON and HTML written
+    const double end_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before_end)
+            .count();
+    if (e < 3 || (e + 1) % (epochs / 10 > 0 ? epochs / 10 : 1) == 0)
+      std::printf("%8d %8lld %12.1f %14.2f %14.1f %14.1f\n", e + 1,
+                  static_cast<long long>(e + 1) * steps, resident_kib() / 1024.0, end_ms,
+                  file_bytes(dir + "/soak.json") / 1024.0, file_bytes(dir + "/soak.html") / 1024.0);
+    std::fflush(stdout);
+  }
+  std::remove((dir + "/soak.json").c_str());
+  std::remove((dir + "/soak.html").c_str());
+  ::rmdir(dir.c_str());
+  return 0;
+}

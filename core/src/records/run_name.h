@@ -1,0 +1,47 @@
+#pragma once
+// A run name becomes file names in the report folder (`<name>.json`, `.html`, `.job.json`, their
+// temporaries and lock). Every entry point (FATHOM_RUN_NAME, Options::run_name, Python's
+// run_name=) is checked alike at session start, and a name another live run holds in the same
+// folder is not shared: the second run takes the next free `<name>-N`.
+#include <string>
+#include <string_view>
+
+namespace fathom::detail {
+
+// The longest run name: a file name holds 255 bytes, and fathom adds up to 64 (".rank<N>",
+// ".job.json", ".tmp.<pid>.<random>").
+inline constexpr std::size_t kMaxRunNameBytes = 255 - 64;
+
+// Throws fathom::Error naming where the name came from and the names accepted: not empty, not
+// "." or "..", no '/', no control characters, at most kMaxRunNameBytes bytes.
+void check_run_name(std::string_view name, std::string_view source);
+
+// Holds `<folder>/.<base>.lock` (an flock, released by the kernel when the process dies) for as
+// long as it lives, so that a second live run with the same name finds it taken.
+class RunNameLock {
+ public:
+  // Claims base, or base-2, base-3, ... when a live run holds it. Never throws: a folder where no
+  // lock can be made is left unlocked (held() false), as before there were locks.
+  RunNameLock(const std::string& folder, const std::string& base) noexcept;
+  ~RunNameLock();  // removes the lock file
+  RunNameLock(const RunNameLock&) = delete;
+  RunNameLock& operator=(const RunNameLock&) = delete;
+
+  bool held() const noexcept { return fd_ >= 0; }
+  const std::string& name() const noexcept { return name_; }  // base, or base-N
+  // The pid written in the lock of base by the run that holds it (0 if unknown), when name() is
+  // not base.
+  long holder_of_base() const noexcept { return holder_; }
+
+ private:
+  enum class Claim { Locked, Taken, Unavailable };
+  Claim try_lock(const std::string& name);
+
+  std::string folder_;
+  std::string name_;
+  std::string path_;
+  int fd_ = -1;
+  long holder_ = 0;
+};
+
+}  // namespace fathom::detail

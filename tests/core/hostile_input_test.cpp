@@ -1,0 +1,127 @@
+// Every reader turns any input into a result or one fathom::Error naming the file and the
+// problem (issue 17). The inputs are tests/data/regressions/<reader>/: the crashes a mutation
+// fuzzer found on main (an nlohmann type_error escaping as an abort, a std::out_of_range, signed
+// overflow and float-to-integer conversions out of range on extreme numbers) and the fuzz
+// targets' crashes since. They are the fuzz targets' seeds too (fuzz/). Each case below failed
+// on the code before the fix (a foreign exception, or a result where an error belongs), except
+// start_ns_string and run_name_array, which were already errors and stay here as seeds.
+#include <fathom/error.h>
+#include <fathom/replay.h>
+#include <fathom/report_writers.h>
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "records/gz_file.h"
+
+namespace fathom {
+namespace {
+
+std::string regression(const std::string& name) {
+  return std::string(FATHOM_TEST_REGRESSIONS) + "/" + name;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// "" when the reader gave a result; the fathom::Error's text otherwise. Any other exception is
+// a test failure: that is the crash.
+template <typename Read>
+std::string outcome(const std::string& path, Read read) {
+  try {
+    read(path);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << path << ": a foreign exception escaped the reader: " << e.what();
+    return "crash";
+  }
+}
+
+void expect_outcomes(const std::map<std::string, std::string>& cases,
+                     void (*read)(const std::string&)) {
+  for (const auto& [name, wanted] : cases) {
+    const std::string path = regression(name);
+    ASSERT_TRUE(std::ifstream(path).good()) << "missing regression input " << path;
+    const std::string got = outcome(path, read);
+    if (wanted.empty()) {
+      EXPECT_EQ(got, "") << name;
+    } else {
+      EXPECT_NE(got.find(wanted), std::string::npos) << name << ": " << got;
+      EXPECT_NE(got.find(path), std::string::npos) << name << " (the file is named): " << got;
+    }
+  }
+}
+
+TEST(HostileInput, KinetoTraces) {
+  expect_outcomes(
+      {{"kineto/ts_near_int64_min.json", "\"ts\": -9223372036854776 us is outside 0 to 2^62 ns"},
+       {"kineto/dur_past_int64_max.json", "ends past 2^62 ns"},
+       {"kineto/device_float_out_of_range.json", "\"device\": 1e+300 does not fit"},
+       {"kineto/tid_too_many_digits.json", ""}},
+      [](const std::string& p) { (void)analyze_activity(load_trace(p), {}); });
+}
+
+TEST(HostileInput, ActivityFiles) {
+  expect_outcomes({{"activity/header_version_string.jsonl", "is activity file version -1"},
+                   {"activity/header_format_number.jsonl", "is not valid JSON"},
+                   {"activity/start_ns_string.jsonl", "line 2: expected an integer, found string"},
+                   {"activity/start_ns_float_out_of_range.jsonl", "line 2: 1e+300 does not fit"},
+                   {"activity/start_ns_near_int64_min.jsonl",
+                    "line 2: start_ns -9223372036854775807 ns is "
+                    "outside 0 to 2^62 ns"},
+                   {"activity/grid_float_out_of_range.jsonl", "line 2: 1e+300 does not fit"}},
+                  [](const std::string& p) { (void)analyze_activity(load_trace(p), {}); });
+}
+
+TEST(HostileInput, Reports) {
+  expect_outcomes({{"report/schema_array.json", "is not a fathom report"},
+                   {"report/schema_version_string.json", "has report schema version -1"},
+                   {"report/run_name_array.json", "is not a valid fathom report"},
+                   {"report/pid_float_out_of_range.json", "1e+300 does not fit"},
+                   {"report/steps_float_out_of_range.json", "epochs[0]: -1e+300 does not fit"},
+                   {"report/escape_sequences_in_names.json", ""}},
+                  [](const std::string& p) { (void)parse_json_report(slurp(p), p); });
+}
+
+TEST(HostileInput, NonRegularFilesAreRefused) {
+  for (const char* path : {"/dev/zero", "/dev/null", "/"}) {
+    try {
+      detail::InputFile in(path);
+      FAIL() << path << " was opened";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(HostileInput, InputsHaveASizeLimitUncompressedToo) {
+  // 4 MiB of zeros in about 4 KiB of gzip: the limit counts what comes out, not what is on disk.
+  const std::string path = testing::TempDir() + "/fathom_zeros.json.gz";
+  {
+    detail::OutputFile out(path);
+    out.write(std::string(4 << 20, '0'));
+    out.close();
+  }
+  try {
+    detail::InputFile in(path, std::int64_t{1} << 20);
+    (void)in.read_all();
+    FAIL() << "read past the limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds more than 1 MiB (uncompressed)"), std::string::npos)
+        << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace fathom

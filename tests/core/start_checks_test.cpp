@@ -1,0 +1,120 @@
+// Configuration checked at session start, all of it (issue 17): each of these values was accepted
+// silently before (the merge timeout was read only by a distributed run, the activity path only
+// at the first GPU batch, run names from code not at all). Each test fails on the code before.
+#include <fathom/error.h>
+#include <fathom/memory_budget.h>
+#include <fathom/options.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "records/file_system.h"
+#include "records/run_name.h"
+#include "scoped_env.h"
+
+namespace fathom {
+namespace {
+
+using test::ScopedEnv;
+
+std::string error_of(const Options& o) {
+  try {
+    (void)o.with_env();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+void expect_mentions(const std::string& msg, std::initializer_list<const char*> words) {
+  for (const char* w : words) EXPECT_NE(msg.find(w), std::string::npos) << w << " in: " << msg;
+}
+
+TEST(StartChecks, MergeTimeoutIsCheckedEvenWithoutADistributedRun) {
+  for (const char* bad : {"abc", "-1", "1e308", "", "nan"}) {
+    ScopedEnv v("FATHOM_MERGE_TIMEOUT", bad);
+    expect_mentions(error_of(Options()), {"FATHOM_MERGE_TIMEOUT", "(0, 86400]"});
+  }
+  ScopedEnv good("FATHOM_MERGE_TIMEOUT", "2.5");
+  EXPECT_EQ(error_of(Options()), "no error");
+}
+
+TEST(StartChecks, ActivityFileNeedsAnExistingFolderAndItsExtension) {
+  for (const char* bad : {"/nonexistent/dir/x.jsonl", "x.txt", "run.json"}) {
+    ScopedEnv v("FATHOM_RECORD_ACTIVITY", bad);
+    expect_mentions(error_of(Options()), {"FATHOM_RECORD_ACTIVITY", ".jsonl or .jsonl.gz"});
+  }
+  expect_mentions(error_of(Options().record_activity("/nonexistent/dir/x.jsonl.gz")),
+                  {"Options::record_activity", "does not exist"});
+  for (const std::string good : {std::string("x.jsonl"), fs::temp_directory() + "/x.jsonl.gz"}) {
+    ScopedEnv v("FATHOM_RECORD_ACTIVITY", good.c_str());
+    EXPECT_EQ(error_of(Options()), "no error") << good;
+  }
+}
+
+TEST(StartChecks, BudgetsBelowASaneMinimumAreRejected) {
+  for (const char* bad : {"1e-300", "1e-300%", "0.001", "0.5%", "1000", "512KiB"}) {
+    ScopedEnv v("FATHOM_CHECKPOINT_BUDGET", bad);
+    expect_mentions(error_of(Options()), {"FATHOM_CHECKPOINT_BUDGET", "smallest budget", "80%"});
+  }
+  for (const char* good : {"1%", "0.01", "1000000", "1MiB", "80%"}) {
+    ScopedEnv v("FATHOM_CHECKPOINT_BUDGET", good);
+    EXPECT_EQ(error_of(Options()), "no error") << good;
+  }
+  expect_mentions(error_of(Options().checkpoint_budget(MemoryBudget::fraction(1e-300))),
+                  {"Options::checkpoint_budget", "0.01 to 1"});
+}
+
+TEST(StartChecks, RunNamesAreCheckedAlikeFromEveryEntryPoint) {
+  const std::string too_long(detail::kMaxRunNameBytes + 1, 'r');
+  for (const std::string bad :
+       {std::string("."), std::string(".."), std::string("../escape"), std::string("a/b"),
+        std::string("line\nbreak"), std::string("bell\x07"), too_long}) {
+    {
+      ScopedEnv v("FATHOM_RUN_NAME", bad.c_str());
+      expect_mentions(error_of(Options()), {"FATHOM_RUN_NAME", "not a valid run name", "1 to 191"});
+    }
+    expect_mentions(error_of(Options().run_name(bad)),
+                    {"Options::run_name", "not a valid run name", "1 to 191"});
+  }
+  const std::string longest(detail::kMaxRunNameBytes, 'r');
+  EXPECT_EQ(error_of(Options().run_name(longest)), "no error");
+  EXPECT_EQ(error_of(Options().run_name("cnn-2026.12.01 run #3")), "no error");
+}
+
+class RunNameLockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory() + "/fathom_run_name_lock_" + std::to_string(::getpid());
+    ASSERT_EQ(fs::make_directories(dir_), "");
+  }
+  void TearDown() override { fs::remove_tree(dir_); }
+  std::string dir_;
+};
+
+TEST_F(RunNameLockTest, ASecondLiveRunWithTheSameNameTakesTheNextFreeOne) {
+  {
+    detail::RunNameLock first(dir_, "cnn");
+    ASSERT_TRUE(first.held());
+    EXPECT_EQ(first.name(), "cnn");
+    detail::RunNameLock second(dir_, "cnn");
+    EXPECT_EQ(second.name(), "cnn-2");
+    EXPECT_EQ(second.holder_of_base(), ::getpid());
+    detail::RunNameLock third(dir_, "cnn");
+    EXPECT_EQ(third.name(), "cnn-3");
+  }
+  // Released with their runs, and their lock files gone.
+  detail::RunNameLock again(dir_, "cnn");
+  EXPECT_EQ(again.name(), "cnn");
+  EXPECT_FALSE(fs::exists(dir_ + "/.cnn-2.lock"));
+}
+
+TEST_F(RunNameLockTest, AFolderWithoutLocksLeavesTheNameAsItIs) {
+  detail::RunNameLock lock(dir_ + "/missing", "cnn");
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(lock.name(), "cnn");
+}
+
+}  // namespace
+}  // namespace fathom
