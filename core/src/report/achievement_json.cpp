@@ -1,5 +1,6 @@
 #include "report/achievement_json.h"
 
+#include "records/json_number.h"
 #include "report/json_helpers.h"
 
 namespace fathom::detail {
@@ -58,7 +59,7 @@ std::optional<FlopsSummary> flops_from(const json& epoch) {
   if (it == epoch.end() || it->is_null()) return std::nullopt;
   const json& j = *it;
   FlopsSummary f;
-  f.profiled_steps = j.at("profiled_steps").get<std::int64_t>();
+  f.profiled_steps = detail::json_integer<std::int64_t>(j.at("profiled_steps"));
   f.per_step = j.at("per_step").get<double>();
   f.forward = j.at("forward").get<double>();
   f.backward = j.at("backward").get<double>();

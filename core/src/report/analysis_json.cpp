@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/json_number.h"
 #include "report/gpu_summary_json.h"
 #include "report/json_helpers.h"
 
@@ -28,13 +29,13 @@ json nsight_json(const NsightExportInfo& i) {
 NsightExportInfo nsight_from(const json& j) {
   NsightExportInfo i;
   i.nsys_version = j.at("nsys_version").get<std::string>();
-  i.rows = j.at("rows").get<std::int64_t>();
-  i.skipped_rows = j.at("skipped_rows").get<std::int64_t>();
+  i.rows = detail::json_integer<std::int64_t>(j.at("rows"));
+  i.skipped_rows = detail::json_integer<std::int64_t>(j.at("skipped_rows"));
   i.skipped = j.at("skipped").get<std::vector<std::string>>();
-  i.fathom_ranges = j.at("fathom_ranges").get<std::int64_t>();
-  i.op_ranges = j.at("op_ranges").get<std::int64_t>();
-  i.other_domain_ranges = j.at("other_domain_ranges").get<std::int64_t>();
-  i.devices = j.at("devices").get<std::vector<std::int32_t>>();
+  i.fathom_ranges = detail::json_integer<std::int64_t>(j.at("fathom_ranges"));
+  i.op_ranges = detail::json_integer<std::int64_t>(j.at("op_ranges"));
+  i.other_domain_ranges = detail::json_integer<std::int64_t>(j.at("other_domain_ranges"));
+  for (const json& d : j.at("devices")) i.devices.push_back(detail::json_integer<std::int32_t>(d));
   i.device_table = j.at("device_table").get<bool>();
   return i;
 }
@@ -71,7 +72,7 @@ AnalysisDocument parse_analysis_json(const std::string& text, const std::string&
     if (!j.is_object() || j.value("schema", "") != "fathom.analysis")
       throw Error(fmt::format("{} is not a fathom analysis (`fathom analyze --json` writes one)",
                               source_name));
-    const int version = j.at("schema_version").get<int>();
+    const int version = detail::json_integer<int>(j.at("schema_version"));
     if (version < 1 || version > kAnalysisSchemaVersion)
       throw Error(fmt::format("{} has analysis schema version {}; this fathom reads 1 to {}",
                               source_name, version, kAnalysisSchemaVersion));
@@ -80,8 +81,8 @@ AnalysisDocument parse_analysis_json(const std::string& text, const std::string&
     d.gpu = detail::gpu_summary_from_json(j.at("gpu"));
     if (auto it = j.find("devices"); it != j.end())
       for (const json& x : *it)
-        d.devices.push_back(
-            {x.at("device").get<std::int32_t>(), detail::gpu_summary_from_json(x.at("gpu"))});
+        d.devices.push_back({detail::json_integer<std::int32_t>(x.at("device")),
+                             detail::gpu_summary_from_json(x.at("gpu"))});
     if (auto it = j.find("findings"); it != j.end())
       for (const json& f : *it) d.findings.push_back(detail::finding_from(f));
     if (auto it = j.find("nsight"); it != j.end() && !it->is_null()) d.nsight = nsight_from(*it);
@@ -89,6 +90,10 @@ AnalysisDocument parse_analysis_json(const std::string& text, const std::string&
   } catch (const json::exception& e) {
     throw Error(
         fmt::format("{} is not a fathom analysis of a known shape: {}", source_name, e.what()));
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.find(source_name) != std::string::npos) throw;
+    throw Error(fmt::format("{}: {}", source_name, what.substr(8)));  // without "fathom: "
   }
 }
 

@@ -1,5 +1,6 @@
 #include "report/step_series_json.h"
 
+#include "records/json_number.h"
 #include "records/thresholds.h"
 #include "report/json_helpers.h"
 
@@ -55,11 +56,11 @@ std::optional<StepSeries> step_series_from(const json& epoch) {
   if (it == epoch.end() || it->is_null()) return std::nullopt;
   const json& j = *it;
   StepSeries s;
-  s.stride = j.at("stride").get<std::int64_t>();
+  s.stride = detail::json_integer<std::int64_t>(j.at("stride"));
   s.memory = j.at("memory").get<std::string>();
   for (const json& p : j.at("points")) {
     StepPoint x;
-    x.step = p.at("step").get<std::int64_t>();
+    x.step = detail::json_integer<std::int64_t>(p.at("step"));
     x.step_ms = p.at("step_ms").get<double>();
     for (Phase ph : kAllPhases)
       x.phase_ms[static_cast<std::size_t>(ph)] =
@@ -69,13 +70,13 @@ std::optional<StepSeries> step_series_from(const json& epoch) {
   }
   if (const json& c = j.at("change"); !c.is_null()) {
     StepChange x;
-    x.step = c.at("step").get<std::int64_t>();
+    x.step = detail::json_integer<std::int64_t>(c.at("step"));
     x.before_ms = c.at("before_ms").get<double>();
     x.after_ms = c.at("after_ms").get<double>();
     x.relative = c.at("relative").get<double>();
     x.p_value = c.at("p_value").get<double>();
-    x.steps_before = c.at("steps_before").get<std::int64_t>();
-    x.steps_after = c.at("steps_after").get<std::int64_t>();
+    x.steps_before = detail::json_integer<std::int64_t>(c.at("steps_before"));
+    x.steps_after = detail::json_integer<std::int64_t>(c.at("steps_after"));
     x.phase = c.at("phase").get<std::string>();
     x.phase_before_ms = c.at("phase_before_ms").get<double>();
     x.phase_after_ms = c.at("phase_after_ms").get<double>();
@@ -83,11 +84,11 @@ std::optional<StepSeries> step_series_from(const json& epoch) {
   }
   if (const json& c = j.at("creep"); !c.is_null()) {
     MemoryCreep x;
-    x.from_step = c.at("from_step").get<std::int64_t>();
-    x.to_step = c.at("to_step").get<std::int64_t>();
+    x.from_step = detail::json_integer<std::int64_t>(c.at("from_step"));
+    x.to_step = detail::json_integer<std::int64_t>(c.at("to_step"));
     x.bytes_per_step = c.at("bytes_per_step").get<double>();
-    x.first_bytes = c.at("first_bytes").get<std::int64_t>();
-    x.last_bytes = c.at("last_bytes").get<std::int64_t>();
+    x.first_bytes = detail::json_integer<std::int64_t>(c.at("first_bytes"));
+    x.last_bytes = detail::json_integer<std::int64_t>(c.at("last_bytes"));
     x.z = c.at("z").get<double>();
     s.creep = x;
   }
