@@ -208,14 +208,19 @@ void FlopTally::add_unfit(std::string_view op) noexcept {
 }
 
 std::vector<FlopTally::Entry> FlopTally::take(std::vector<std::string>* unfit) noexcept {
-  std::lock_guard lock(mutex_);
-  if (unfit) {
-    for (std::string& op : unfit_)
-      if (std::find(unfit->begin(), unfit->end(), op) == unfit->end())
-        unfit->push_back(std::move(op));
+  try {
+    std::lock_guard lock(mutex_);
+    if (unfit) {
+      for (std::string& op : unfit_)
+        if (std::find(unfit->begin(), unfit->end(), op) == unfit->end())
+          unfit->push_back(std::move(op));
+    }
+    unfit_.clear();
+    return std::exchange(entries_, {});
+  } catch (...) {
+    swallowed("measure/op_flop_callback.cpp: the tally");
+    return {};
   }
-  unfit_.clear();
-  return std::exchange(entries_, {});
 }
 
 OpFlopCallback::OpFlopCallback(FlopTally& tally) noexcept {
