@@ -93,6 +93,28 @@ class TransformerBlock(nn.Module):
         return torch.randn(2, 16, 32, device=device)
 
 
+class Mixed(nn.Module):
+    """Layers whose products sit inside ops of their own: Bilinear (_trilinear, which FlopCounterMode
+    does not count), an LSTM (its CPU kernel), MultiheadAttention, einsum (bmm), baddbmm."""
+
+    def __init__(self):
+        super().__init__()
+        self.bilinear = nn.Bilinear(16, 16, 8)
+        self.lstm = nn.LSTM(16, 16, batch_first=True)
+        self.attention = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.mix = nn.Parameter(torch.randn(16, 16) / 4)
+
+    def forward(self, x):
+        a = self.attention(x, x, x)[0] + self.lstm(x)[0]
+        b = torch.einsum("btc,cd->btd", a, self.mix)
+        c = torch.baddbmm(x, b, b.transpose(1, 2) @ x / 16)
+        return self.bilinear(c, x)
+
+    @staticmethod
+    def batch(device):
+        return torch.randn(2, 6, 16, device=device)
+
+
 def op_name(packet):
     return str(packet).replace("aten.", "aten::", 1)
 
@@ -200,6 +222,14 @@ def test_transformer_block_flops_equal_flop_counter_mode(device, tmp_path):
                 sdpa_backward_flop_count(q, q, k, v)
     else:
         assert any("attention" in op for op in reference["forward"])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_products_inside_other_ops_count_as_flop_counter_mode_counts_them(device, tmp_path):
+    # Counted at the outermost op with a kernel of its own, as FlopCounterMode sees ops: what a
+    # fused kernel does inside itself is not counted twice, nor at all where torch does not.
+    report, reference = train(Mixed(), device, tmp_path)
+    check_against_flop_counter_mode(report, reference)
 
 
 @pytest.mark.parametrize("device", DEVICES)
