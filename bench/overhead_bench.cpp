@@ -4,9 +4,13 @@
 // ratio to the plain loop is taken within each repetition, and medians are reported, so a noisy
 // neighbour hits all variants alike. Both wall time and the process's CPU time are measured: on
 // a shared CPU-only machine CPU time is the steadier measure of the work instrumentation adds;
-// on a GPU, wall time is the one that counts. Then the cost of one scope and of one op callback.
+// on a GPU, wall time is the one that counts. Then FLOP counting on and off, the steps it counts
+// and the steps after them apart, and the cost of one scope and of one op callback.
 //
 //   overhead_bench [--steps N] [--reps N] [--batch N] [--device cpu|cuda] [--large] [--micro N]
+//                  [--flops-only]
+//
+// --flops-only: the FLOP counting rows alone (counted steps and the steps after them, on vs off).
 //
 // NVTX: run as is, no tool is attached (a run outside Nsight Systems): a range costs fathom's own
 // work plus NVTX's null check, and fathom registers no op callback at all (nothing would receive
@@ -31,6 +35,7 @@
 #include "collect/host_info.h"
 #include "collect/nvtx.h"
 #include "example_args.h"
+#include "measure/flop_counter_extension.h"
 #include "records/file_system.h"
 #include "resnet.h"
 
@@ -196,6 +201,59 @@ void run_once(Variant& v, Loop& loop, int steps, bool cuda) {
   v.finish_ms.push_back(static_cast<double>(f1 - t1) / 1e6);
 }
 
+// --- FLOP counting
+// --------------------------------------------------------------------------------
+
+// fathom at the phase level with FLOP counting on and off, interleaved: the first
+// kFlopProfiledSteps steps of the epoch (counted when on) and the `steps` steps after them (never
+// counted: no callback is registered) timed apart, wall and CPU time per step.
+struct FlopCounting {
+  std::vector<double> profiled_ratio, profiled_cpu_ratio, after_ratio, after_cpu_ratio;
+  std::vector<double> on_profiled_ms, off_profiled_ms, on_after_ms, off_after_ms;
+  std::vector<double> on_after_cpu_ms, off_after_cpu_ms;
+};
+
+FlopCounting flop_counting(Loop& loop, int steps, int reps) {
+  constexpr int kProfiled = static_cast<int>(fathom::detail::kFlopProfiledSteps);
+  FlopCounting out;
+  for (int r = 0; r <= reps; ++r) {
+    double ms[2][2] = {}, cpu[2][2] = {};  // [counting][profiled, after]
+    for (int j = 0; j < 2; ++j) {
+      const bool count = (j + r) % 2 == 0;
+      fathom::Session session(
+          fathom_options(fathom::NvtxLevel::Phases, false, false).count_flops(count));
+      session.watch(*loop.model());
+      auto e = session.epoch();
+      loop.sync();
+      const std::int64_t c0 = cpu_now_ns(), t0 = fathom::now_ns();
+      for (int i = 0; i < kProfiled; ++i) loop.fathom_step(e, i);
+      loop.sync();
+      const std::int64_t c1 = cpu_now_ns(), t1 = fathom::now_ns();
+      for (int i = 0; i < steps; ++i) loop.fathom_step(e, kProfiled + i);
+      loop.sync();
+      const std::int64_t c2 = cpu_now_ns(), t2 = fathom::now_ns();
+      ms[count][0] = static_cast<double>(t1 - t0) / 1e6 / kProfiled;
+      ms[count][1] = static_cast<double>(t2 - t1) / 1e6 / steps;
+      cpu[count][0] = static_cast<double>(c1 - c0) / 1e6 / kProfiled;
+      cpu[count][1] = static_cast<double>(c2 - c1) / 1e6 / steps;
+    }
+    if (r == 0) continue;  // warm-up
+    out.profiled_ratio.push_back(ms[1][0] / ms[0][0]);
+    out.profiled_cpu_ratio.push_back(cpu[1][0] / cpu[0][0]);
+    out.after_ratio.push_back(ms[1][1] / ms[0][1]);
+    out.after_cpu_ratio.push_back(cpu[1][1] / cpu[0][1]);
+    out.on_profiled_ms.push_back(ms[1][0]);
+    out.off_profiled_ms.push_back(ms[0][0]);
+    out.on_after_ms.push_back(ms[1][1]);
+    out.off_after_ms.push_back(ms[0][1]);
+    out.on_after_cpu_ms.push_back(cpu[1][1]);
+    out.off_after_cpu_ms.push_back(cpu[0][1]);
+    std::fprintf(stderr, "\rFLOP counting repetition %d/%d", r, reps);
+  }
+  std::fprintf(stderr, "\r\033[K");
+  return out;
+}
+
 // --- micro-benchmarks ---------------------------------------------------------------------------
 
 template <typename F>
@@ -236,6 +294,7 @@ std::string load_average() {
 struct Micro {
   double phase_scope_ns = 0, phase_scope_off_ns = 0, module_scope_ns = 0, op_ns = 0;
   double fathom_op_ns = 0, fathom_op_shapes_ns = 0, kineto_op_ns = 0, emit_nvtx_op_ns = 0;
+  double flop_op_ns = 0, flop_mm_ns = 0;  // in a profiled step: an op not counted, one counted
   double ops_per_call = 0;
 };
 
@@ -243,8 +302,11 @@ Micro micro(int iters, Loop& loop) {
   Micro m;
   const int reps = 5;
   std::vector<double> phase, phase_off, module, base, fat, fat_shapes, kin, nvtx;
+  std::vector<double> flop, mm_base, flop_mm;
   auto a = torch::ones({4}), b = torch::ones({4});
   auto op = [&] { (void)at::mul(a, b); };
+  auto ma = torch::ones({2, 2}), mb = torch::ones({2, 2});
+  auto mm = [&] { (void)at::mm(ma, mb); };
   {
     auto handle = at::addGlobalCallback(
         at::RecordFunctionCallback(&count_op).scopes({at::RecordScope::FUNCTION}));
@@ -282,6 +344,15 @@ Micro micro(int iters, Loop& loop) {
       fathom::Session s(fathom_options(fathom::NvtxLevel::Ops, true, false));
       fat_shapes.push_back(ns_per_iter(iters, op));
     }
+    mm_base.push_back(ns_per_iter(iters, mm));
+    {
+      // Inside a profiled step the FLOP callback is registered.
+      fathom::Session s(fathom_options(fathom::NvtxLevel::Phases, false, false));
+      auto e = s.epoch();
+      auto step = e.step(1);
+      flop.push_back(ns_per_iter(iters, op));
+      flop_mm.push_back(ns_per_iter(iters, mm));
+    }
     for (bool emit : {false, true}) {
       prof::ProfilerConfig config(emit ? prof::ProfilerState::NVTX : prof::ProfilerState::KINETO);
       const auto acts = emit ? std::set<prof::ActivityType>{} : activities(false);
@@ -302,6 +373,8 @@ Micro micro(int iters, Loop& loop) {
   m.fathom_op_ns = (median(fat) - median(base)) / per_op;
   m.fathom_op_shapes_ns = (median(fat_shapes) - median(base)) / per_op;
   m.kineto_op_ns = kin.empty() ? -1 : (median(kin) - median(base)) / per_op;
+  m.flop_op_ns = (median(flop) - median(base)) / per_op;
+  m.flop_mm_ns = median(flop_mm) - median(mm_base);
   m.emit_nvtx_op_ns = nvtx.empty() ? -1 : (median(nvtx) - median(base)) / per_op;
   return m;
 }
@@ -331,9 +404,12 @@ int main(int argc, char** argv) try {
   defaults.epochs = 7;  // repetitions; --reps below
   std::vector<char*> rest{argv[0]};
   int micro_iters = 100000;
+  bool flops_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    if (k == "--reps" && i + 1 < argc)
+    if (k == "--flops-only")
+      flops_only = true;
+    else if (k == "--reps" && i + 1 < argc)
       defaults.epochs = std::stoi(argv[++i]);
     else if (k == "--micro" && i + 1 < argc)
       micro_iters = std::stoi(argv[++i]);
@@ -378,6 +454,7 @@ int main(int argc, char** argv) try {
       cpu_model().c_str(), sysconf(_SC_NPROCESSORS_ONLN), at::get_num_threads(), TORCH_VERSION,
       load_average().c_str());
 
+  if (flops_only) variants.resize(1);  // the plain loop, for the step time
   // One warm-up repetition (allocator, Kineto's first start), then the measured ones.
   for (int r = 0; r <= reps; ++r) {
     for (std::size_t j = 0; j < variants.size(); ++j) {
@@ -419,6 +496,30 @@ int main(int argc, char** argv) try {
       "(step times per step, medians; ratios: medians of the per-repetition ratios; finish: once "
       "per run)\n");
 
+  const FlopCounting flops = flop_counting(loop, steps, reps);
+  std::printf(
+      "\nFLOP counting (fathom phases, counting on vs off, interleaved): the first %lld steps of "
+      "an epoch are counted,\nthe %d after them run with no callback registered\n",
+      static_cast<long long>(fathom::detail::kFlopProfiledSteps), steps);
+  std::printf("%-22s %9s %9s %9s %17s %9s %17s\n", "steps", "on ms", "off ms", "wall on/off",
+              "p25..p75", "cpu on/off", "p25..p75");
+  std::printf("%-22s %9.2f %9.2f %9.4f   %6.4f..%6.4f %9.4f   %6.4f..%6.4f\n", "profiled (counted)",
+              median(flops.on_profiled_ms), median(flops.off_profiled_ms),
+              median(flops.profiled_ratio), quantile(flops.profiled_ratio, 0.25),
+              quantile(flops.profiled_ratio, 0.75), median(flops.profiled_cpu_ratio),
+              quantile(flops.profiled_cpu_ratio, 0.25), quantile(flops.profiled_cpu_ratio, 0.75));
+  std::printf("%-22s %9.2f %9.2f %9.4f   %6.4f..%6.4f %9.4f   %6.4f..%6.4f\n", "after them",
+              median(flops.on_after_ms), median(flops.off_after_ms), median(flops.after_ratio),
+              quantile(flops.after_ratio, 0.25), quantile(flops.after_ratio, 0.75),
+              median(flops.after_cpu_ratio), quantile(flops.after_cpu_ratio, 0.25),
+              quantile(flops.after_cpu_ratio, 0.75));
+  std::printf("  (after them, CPU ms per step: on %.3f, off %.3f)\n", median(flops.on_after_cpu_ms),
+              median(flops.off_after_cpu_ms));
+
+  if (flops_only) {
+    fathom::fs::remove_tree(report_dir());
+    return 0;
+  }
   const std::string load_after_loops = load_average();
   const double step_ops = ops_per_step(loop);
   const Micro m = micro(micro_iters, loop);
@@ -431,6 +532,10 @@ int main(int argc, char** argv) try {
   std::printf("  + fathom op callback              %8.0f ns  (+shapes: %.0f ns)%s\n",
               m.fathom_op_ns, m.fathom_op_shapes_ns,
               fathom::nvtx::tool_attached() ? "" : "  [not registered: no NVTX tool]");
+  std::printf(
+      "  + fathom FLOP callback            %8.0f ns  (at::mm 2x2, counted: %.0f ns; profiled "
+      "steps only)\n",
+      m.flop_op_ns, m.flop_mm_ns);
   std::printf("  + torch profiler (Kineto, CPU)    %8.0f ns\n", m.kineto_op_ns);
   std::printf("  + torch emit_nvtx                 %8.0f ns\n", m.emit_nvtx_op_ns);
 

@@ -46,15 +46,16 @@ class Session:
     """A fathom session: NVTX ranges, measurements, and a report at the end of each epoch.
 
     Arguments left as None take fathom's defaults (report_dir "fathom-reports", mode "suggest",
-    nvtx "modules", cupti on, the terminal report printed); FATHOM_* variables win over both.
-    mode: off | observe | suggest | auto.  nvtx: off | phases | modules | ops.
+    nvtx "modules", cupti on, the terminal report printed, FLOPs counted); FATHOM_* variables win
+    over both. mode: off | observe | suggest | auto.  nvtx: off | phases | modules | ops.
+    count_flops: count the FLOPs of the first steps of each epoch (the report's "flops").
     """
 
     def __init__(self, report_dir=None, run_name=None, mode=None, nvtx=None, record_shapes=None,
-                 cupti=None, print_report=None):
+                 cupti=None, print_report=None, count_flops=None):
         self._c = _C.Session(report_dir=None if report_dir is None else str(report_dir),
                              run_name=run_name, mode=mode, nvtx=nvtx, record_shapes=record_shapes,
-                             cupti=cupti, print_report=print_report)
+                             cupti=cupti, print_report=print_report, count_flops=count_flops)
         self._hooks = []
 
     # -- the loop ------------------------------------------------------------------------------

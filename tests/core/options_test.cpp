@@ -45,6 +45,19 @@ TEST(Options, BadValueNamesVariableAndAcceptedValues) {
   }
 }
 
+TEST(Options, FlopCountingIsOnUnlessTurnedOff) {
+  EXPECT_TRUE(Options().count_flops());
+  EXPECT_FALSE(Options().count_flops(false).count_flops());
+  {
+    ScopedEnv off("FATHOM_COUNT_FLOPS", "off");
+    EXPECT_FALSE(Options().with_env().count_flops());
+  }
+  ScopedEnv on("FATHOM_COUNT_FLOPS", "on");
+  EXPECT_TRUE(Options().count_flops(false).with_env().count_flops());
+  ScopedEnv bad("FATHOM_COUNT_FLOPS", "sometimes");
+  EXPECT_THROW((void)Options().with_env(), Error);
+}
+
 TEST(Options, TheAutogradHookIsOnUnlessTurnedOff) {
   EXPECT_TRUE(Options().autograd_hook());
   EXPECT_FALSE(Options().autograd_hook(false).autograd_hook());

@@ -1,20 +1,36 @@
-// report_check REPORT.json EPOCHS [--amp-enabled]: exits 0 when the report holds EPOCHS epochs,
-// each with non-zero forward, backward and optimizer time and at least one step; prints what is
-// wrong otherwise. --amp-enabled also requires that Auto mode turned mixed precision on and that
-// steps ran under it (whatever the policy decided afterwards, which is printed).
+// report_check REPORT.json EPOCHS [--amp-enabled] [--flops FORWARD BACKWARD]: exits 0 when the
+// report holds EPOCHS epochs, each with non-zero forward, backward and optimizer time and at least
+// one step; prints what is wrong otherwise. --amp-enabled also requires that Auto mode turned mixed
+// precision on and that steps ran under it (whatever the policy decided afterwards, which is
+// printed). --flops: every epoch counted exactly FORWARD and BACKWARD FLOPs per step.
 #include <fathom/error.h>
 #include <fathom/report_writers.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 int main(int argc, char** argv) {
-  const bool amp_enabled = argc == 4 && std::string(argv[3]) == "--amp-enabled";
-  if (argc != 3 && !amp_enabled) {
-    std::fprintf(stderr, "usage: report_check REPORT.json EPOCHS [--amp-enabled]\n");
+  bool amp_enabled = false, usage = argc < 3;
+  std::optional<double> forward_flops, backward_flops;
+  for (int i = 3; i < argc && !usage; ++i) {
+    const std::string a = argv[i];
+    if (a == "--amp-enabled") {
+      amp_enabled = true;
+    } else if (a == "--flops" && i + 2 < argc) {
+      forward_flops = std::stod(argv[++i]);
+      backward_flops = std::stod(argv[++i]);
+    } else {
+      usage = true;
+    }
+  }
+  if (usage) {
+    std::fprintf(stderr,
+                 "usage: report_check REPORT.json EPOCHS [--amp-enabled] [--flops FORWARD "
+                 "BACKWARD]\n");
     return 2;
   }
   std::ifstream in(argv[1]);
@@ -35,6 +51,23 @@ int main(int argc, char** argv) {
         if (e.phase(p).wall_ms_total <= 0) {
           std::printf("epoch %lld: no %s time\n", static_cast<long long>(e.index),
                       std::string(fathom::phase_name(p)).c_str());
+          ++bad;
+        }
+      }
+    }
+    if (forward_flops) {
+      for (const auto& e : r.epochs) {
+        const long long index = static_cast<long long>(e.index);
+        if (!e.flops || e.flops->profiled_steps <= 0) {
+          std::printf("epoch %lld: no FLOPs counted\n", index), ++bad;
+          continue;
+        }
+        std::printf("epoch %lld: %.0f forward, %.0f backward FLOPs per step (%lld steps)\n", index,
+                    e.flops->forward, e.flops->backward,
+                    static_cast<long long>(e.flops->profiled_steps));
+        if (e.flops->forward != *forward_flops || e.flops->backward != *backward_flops) {
+          std::printf("epoch %lld: expected %.0f forward, %.0f backward\n", index, *forward_flops,
+                      *backward_flops);
           ++bad;
         }
       }

@@ -81,6 +81,16 @@ class Options {
   }
   bool autograd_hook() const noexcept { return autograd_hook_; }
 
+  // Count the floating-point operations of the ops that run, in the first steps of each epoch
+  // (the report's `flops`: per step, per phase, op and type, as torch.utils.flop_counter counts
+  // them). Outside those steps no op callback is registered. Off: none at all, and the report
+  // says FLOPs were not counted. FATHOM_COUNT_FLOPS=on|off.
+  Options& count_flops(bool v) {
+    count_flops_ = v;
+    return *this;
+  }
+  bool count_flops() const noexcept { return count_flops_; }
+
   // Also write every GPU activity record CUPTI delivers (kernels, copies, runtime calls, ops, the
   // phase and step annotations) to this file, JSON lines, gzip-compressed when the name ends in
   // .gz: for `fathom analyze`, and as fixtures that replay a real GPU run in CPU tests. Empty:
@@ -130,6 +140,7 @@ class Options {
   bool record_shapes_ = false;
   bool cupti_ = true;
   bool autograd_hook_ = true;
+  bool count_flops_ = true;
   std::string record_activity_;
   bool print_report_ = true;
   std::optional<MemoryBudget> checkpoint_budget_;

@@ -43,13 +43,13 @@ constexpr Choices<bool, 8> kSwitches{{{"on", true},
 // Every variable fathom reads. A FATHOM_* name one or two edits away from one of them is an
 // error (a typo must not silently leave a setting at its default); other FATHOM_* names are left
 // alone with a warning, because build scripts and users name their own variables that way too.
-constexpr std::array<std::string_view, 11> kKnownVariables{
+constexpr std::array<std::string_view, 12> kKnownVariables{
     "FATHOM_MODE",          "FATHOM_REPORT_DIR",
     "FATHOM_RUN_NAME",      "FATHOM_NVTX",
     "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",
     "FATHOM_PRINT",         "FATHOM_CHECKPOINT_BUDGET",
     "FATHOM_MERGE_TIMEOUT", "FATHOM_RECORD_ACTIVITY",
-    "FATHOM_AUTOGRAD_HOOK"};  // FATHOM_MERGE_TIMEOUT: read by rank_info.cpp
+    "FATHOM_AUTOGRAD_HOOK", "FATHOM_COUNT_FLOPS"};  // FATHOM_MERGE_TIMEOUT: read by rank_info.cpp
 
 template <typename T, std::size_t N>
 T parse_choice(const char* variable, std::string_view value, const Choices<T, N>& choices) {
@@ -143,6 +143,8 @@ Options Options::with_env() const {
   if (const char* v = get("FATHOM_CUPTI")) o.cupti_ = parse_choice("FATHOM_CUPTI", v, kSwitches);
   if (const char* v = get("FATHOM_AUTOGRAD_HOOK"))
     o.autograd_hook_ = parse_choice("FATHOM_AUTOGRAD_HOOK", v, kSwitches);
+  if (const char* v = get("FATHOM_COUNT_FLOPS"))
+    o.count_flops_ = parse_choice("FATHOM_COUNT_FLOPS", v, kSwitches);
   if (const char* v = get("FATHOM_PRINT"))
     o.print_report_ = parse_choice("FATHOM_PRINT", v, kSwitches);
   if (const char* v = get("FATHOM_CHECKPOINT_BUDGET"))

@@ -15,6 +15,7 @@
 #include "measure/cupti_extension.h"
 #include "measure/device_info.h"
 #include "measure/energy_extension.h"
+#include "measure/flop_counter_extension.h"
 #include "measure/footprint_extension.h"
 #include "measure/telemetry_extension.h"
 #include "records/atomic_file.h"
@@ -149,6 +150,9 @@ Session::Session(Options options) {
       state_->add_extension(std::make_unique<detail::AmpExtension>(resolved.mode(), device.device));
   known.checkpoint = state_->add_extension(std::make_unique<detail::CheckpointExtension>(
       resolved, device.device, env.device_memory_bytes));
+  // Inside the others: its callback exists from after their step begins to before their step
+  // ends, so what they do there is not counted as the step's work.
+  state_->add_extension(std::make_unique<detail::FlopCounterExtension>(resolved));
   known.distributed = detail::add_distributed_extension(*state_);
   if (!resolved.autograd_hook())
     env.not_measured.push_back({"activation bytes per module", detail::kAutogradHookOff});

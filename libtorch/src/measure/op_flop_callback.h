@@ -1,0 +1,74 @@
+#pragma once
+// Counts the FLOPs of the ops that run while it is registered (one profiled step), through an
+// at::RecordFunction global callback that sees every op's inputs. The callback is registered when
+// this object is built and removed when it dies: outside a profiled step no callback exists, and
+// an op costs what it costs without fathom.
+//
+// Each product counts once, as torch.utils.flop_counter.FlopCounterMode counts it: it sees ops
+// at the dispatcher below autograd, after composites (CompositeImplicitAutograd: linear, matmul,
+// conv2d, scaled_dot_product_attention) have decomposed, and none of the ops a kernel calls
+// inside itself. So on each thread an op counts when no op with a kernel of its own (one that is
+// not such a composite) is open around it: aten::linear's addmm counts, aten::convolution's
+// _convolution does not. The same op called again inside itself (autocast casts the inputs and
+// calls it again; a Python dispatch mode redispatches it) is the same product: it counts once,
+// with the inner call's input type (bfloat16 under autocast, not the float32 it was called with).
+#include <c10/core/ScalarType.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fathom::detail {
+
+// What the callback adds to: the phase the session has open (written by the training thread,
+// read by the autograd threads that run backward ops), and per (phase, op, dtype) the calls and
+// FLOPs so far. Thread-safe.
+class FlopTally {
+ public:
+  static constexpr int kNoPhase = -1;
+  struct Entry {
+    int phase = kNoPhase;
+    std::string op;
+    std::string dtype;
+    std::int64_t calls = 0;
+    std::int64_t flops = 0;
+  };
+
+  void set_phase(int phase) noexcept { phase_.store(phase, std::memory_order_release); }
+  int phase() const noexcept { return phase_.load(std::memory_order_acquire); }
+
+  void add(int phase, std::string_view op, std::string_view dtype, std::int64_t flops) noexcept;
+  // A call whose arguments did not fit torch's formula (torch would have raised): not counted.
+  void add_unfit(std::string_view op) noexcept;
+  // Empties the tally, returning its entries and the ops that did not fit.
+  std::vector<Entry> take(std::vector<std::string>* unfit = nullptr) noexcept;
+
+ private:
+  std::atomic<int> phase_{kNoPhase};
+  std::mutex mutex_;
+  std::vector<Entry> entries_;  // few: one per (phase, op, dtype)
+  std::vector<std::string> unfit_;
+};
+
+class OpFlopCallback {
+ public:
+  // Registers the callback unless another one counts in this process (a second session):
+  // registered() then says so and nothing is counted.
+  explicit OpFlopCallback(FlopTally& tally) noexcept;
+  ~OpFlopCallback();
+  OpFlopCallback(const OpFlopCallback&) = delete;
+  OpFlopCallback& operator=(const OpFlopCallback&) = delete;
+  bool registered() const noexcept { return registered_; }
+
+ private:
+  std::uint64_t handle_ = 0;
+  bool registered_ = false;
+};
+
+// torch's name for a scalar type, as Python prints torch.float32: "float32", "bfloat16".
+std::string torch_dtype_name(c10::ScalarType type);
+
+}  // namespace fathom::detail
