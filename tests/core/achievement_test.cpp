@@ -224,6 +224,8 @@ TEST(Achievement, FlopsEnergyAndSeriesRoundTripThroughTheJsonReport) {
   EXPECT_NE(text.find("per sample"), std::string::npos);
   const std::string html = format_html_report(back);
   EXPECT_NE(html.find("Step time, step by step"), std::string::npos);
+  EXPECT_NE(html.find("What the steps achieved"), std::string::npos);
+  EXPECT_NE(html.find("MFU"), std::string::npos);
 }
 
 }  // namespace

@@ -174,6 +174,7 @@ std::string epoch_panel(const EpochSummary& e, const Environment& env) {
   out += copies_table(e);
   out += top_kernels_table(e);
   out += telemetry_table(e);
+  out += achievement_table(e);
   out += hardware_fit_table(e);
   return out + "</section>";
 }

@@ -67,6 +67,8 @@ std::string copies_table(const EpochSummary& e);
 std::string top_kernels_table(const EpochSummary& e);
 
 std::string telemetry_table(const EpochSummary& e);
+// FLOPs, throughput, MFU and energy (achievement.h).
+std::string achievement_table(const EpochSummary& e);
 
 std::string hardware_fit_table(const EpochSummary& e);
 

@@ -77,6 +77,39 @@ std::string top_kernels_table(const EpochSummary& e) {
   return out;
 }
 
+// FLOPs counted in profiled steps, what they reached (MFU where a peak is known), and energy.
+std::string achievement_table(const EpochSummary& e) {
+  if (!e.flops && !e.energy) return {};
+  std::string out = "<h3>What the steps achieved</h3><table class=\"kv\"><tbody>";
+  auto gflop = [](double f) { return fmt::format("{:.3g} GFLOP", f / 1e9); };
+  auto opt = [](const std::optional<double>& v, const char* spec, double scale = 1) {
+    return v ? fmt::format(fmt::runtime(spec), *v * scale) : std::string("-");
+  };
+  if (e.flops && e.flops->profiled_steps > 0) {
+    const FlopsSummary& f = *e.flops;
+    row(out, {"FLOPs per step", fmt::format("{} (forward {}, backward {}; {} profiled steps, {})",
+                                            gflop(f.per_step), gflop(f.forward), gflop(f.backward),
+                                            f.profiled_steps, escape(f.dominant_dtype))});
+    row(out, {"achieved", opt(f.step_flops_per_s, "{:.3g} TFLOP/s", 1e-12)});
+    for (const PhaseThroughput& p : f.achieved)
+      row(out, {"  " + escape(p.phase), opt(p.flops_per_s, "{:.3g} TFLOP/s", 1e-12) + " (" +
+                                            escape(p.time_source) + " time)"});
+    row(out, {"MFU", f.mfu ? fmt::format("{:.2f} % of {}", 100 * *f.mfu, escape(f.peak)) : "-"});
+  }
+  if (e.energy && e.energy->epoch_j)
+    row(out, {"energy",
+              fmt::format("{} per epoch, {} per step, {} per sample, {} mean ({})",
+                          opt(e.energy->epoch_j, "{:.4g} J"), opt(e.energy->per_step_j, "{:.4g} J"),
+                          opt(e.energy->per_sample_j, "{:.4g} J"),
+                          opt(e.energy->average_w, "{:.1f} W"), escape(e.energy->source))});
+  for (const auto* list :
+       {e.flops ? &e.flops->not_measured : nullptr, e.energy ? &e.energy->not_measured : nullptr})
+    if (list)
+      for (const Unmeasured& u : *list)
+        row(out, {"not measured: " + escape(u.what), escape(u.why)});
+  return out + "</tbody></table>";
+}
+
 std::string telemetry_table(const EpochSummary& e) {
   if (!e.telemetry) return {};
   const DeviceTelemetry& t = *e.telemetry;
