@@ -51,10 +51,10 @@ void write_export(const std::string& path, long rows) {
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(db, "INSERT INTO StringIds VALUES (?, ?)", -1, &s, nullptr);
   for (int i = 0; i < kNames; ++i) {
-    const std::string n = i % 4 == 0 ? "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN_" +
-                                           std::to_string(i)
-                                     : "void at::native::vectorized_elementwise_kernel<" +
-                                           std::to_string(i) + ">(int)";
+    const std::string n =
+        i % 4 == 0
+            ? "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN_" + std::to_string(i)
+            : "void at::native::vectorized_elementwise_kernel<" + std::to_string(i) + ">(int)";
     sqlite3_bind_int(s, 1, i);
     sqlite3_bind_text(s, 2, n.c_str(), -1, SQLITE_TRANSIENT);
     check(sqlite3_step(s), db);
@@ -66,12 +66,14 @@ void write_export(const std::string& path, long rows) {
   sqlite3_finalize(s);
   const std::int64_t pid = 7, tid = (pid << 24) | 8;
   sqlite3_stmt *k = nullptr, *r = nullptr, *n = nullptr;
-  sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,0,?,?,?,?,1,1,1,128,1,1)",
+  sqlite3_prepare_v2(db,
+                     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,0,?,?,?,?,1,1,1,128,1,1)",
                      -1, &k, nullptr);
   sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,100)", -1, &r,
                      nullptr);
-  sqlite3_prepare_v2(db, "INSERT INTO NVTX_EVENTS (start, end, eventType, category, text, "
-                         "globalTid, domainId) VALUES (?,?,59,?,?,?,5)",
+  sqlite3_prepare_v2(db,
+                     "INSERT INTO NVTX_EVENTS (start, end, eventType, category, text, "
+                     "globalTid, domainId) VALUES (?,?,59,?,?,?,5)",
                      -1, &n, nullptr);
   auto range = [&](std::int64_t a, std::int64_t b, int category, const std::string& text) {
     sqlite3_bind_int64(n, 1, a);
@@ -122,11 +124,13 @@ void measure(const std::string& label, const std::string& path) {
     getrusage(RUSAGE_SELF, &before);
     const auto t0 = std::chrono::steady_clock::now();
     const fathom::ExportAnalysis a = fathom::analyze_nsight_export(path, {});
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rusage after{};
     getrusage(RUSAGE_SELF, &after);
     const auto cpu = [](const rusage& u) {
-      return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+      return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+             (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
     };
     const double cpu_s = cpu(after) - cpu(before);
     const double rows = static_cast<double>(a.info.rows);
@@ -156,11 +160,10 @@ int main(int argc, char** argv) {
   for (const char* f : {"nsys_mfu_2gpu_before.sqlite", "nsys_mfu_2gpu_after.sqlite"})
     measure(f, std::string(FATHOM_TEST_TRACES) + "/" + f);
   for (long n : {rows / 10, rows}) {
-    const std::string path =
-        keep.empty() ? (std::filesystem::temp_directory_path() /
-                        ("fathom_bench_" + std::to_string(n) + ".sqlite"))
-                           .string()
-                     : keep + "." + std::to_string(n);
+    const std::string path = keep.empty() ? (std::filesystem::temp_directory_path() /
+                                             ("fathom_bench_" + std::to_string(n) + ".sqlite"))
+                                                .string()
+                                          : keep + "." + std::to_string(n);
     const auto t0 = std::chrono::steady_clock::now();
     write_export(path, n);
     std::printf("  (wrote %ld kernel rows, %.0f MiB, in %.1f s)\n", n,

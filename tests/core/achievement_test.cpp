@@ -1,8 +1,6 @@
 // What the run achieved: the CPU packages' energy counters (a powercap tree written here), the
 // energy per epoch, step and sample, throughput and MFU from counted FLOPs, the low-MFU finding
 // linked to the timeline, and the JSON of all three sections.
-#include "analyze/achievement_derived.h"
-
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,6 +9,7 @@
 #include <fstream>
 
 #include "advise/advisor.h"
+#include "analyze/achievement_derived.h"
 #include "collect/package_energy.h"
 
 namespace fathom {

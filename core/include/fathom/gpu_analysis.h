@@ -230,8 +230,8 @@ struct StepGpu {
   std::int64_t memcpy_count = 0;
   std::int64_t memcpy_bytes = 0;
   std::int64_t memcpy_ns = 0;
-  std::int64_t busy_ns = 0;  // union of GPU work inside the window, summed over devices
-  std::int64_t idle_ns = 0;  // window minus busy, for one device (an analysis per device)
+  std::int64_t busy_ns = 0;          // union of GPU work inside the window, summed over devices
+  std::int64_t idle_ns = 0;          // window minus busy, for one device (an analysis per device)
   std::optional<double> busy_share;  // busy_ns / wall_ns, for one device
 };
 

@@ -21,7 +21,7 @@ struct GpuSummary {
   TensorCoreResult tensor_cores;
   TransferResult transfers;
   TimelineResult timeline;
-  std::vector<StepGpu> steps;  // per step, when the source asked for them (`fathom analyze`)
+  std::vector<StepGpu> steps;         // per step, when the source asked for them (`fathom analyze`)
   std::int64_t steps_not_listed = 0;  // steps past the table's limit: in the totals only
   std::int64_t records = 0;
   std::int64_t dropped_records = 0;  // totals are lower bounds when this is not 0

@@ -40,15 +40,15 @@ GpuActivity parse_kineto_trace(const std::string& text, const std::string& sourc
 // thread that launched them (same correlation id, same process). Rows that cannot be records
 // (end before start, negative times, names that reference no string) are skipped and counted.
 struct NsightExportInfo {
-  std::string nsys_version;       // META_DATA_EXPORT's product version; "" when absent
-  std::int64_t rows = 0;          // rows turned into records
-  std::int64_t skipped_rows = 0;  // rows that could not be (see skipped)
-  std::vector<std::string> skipped;  // one line per reason: "3 kernel rows: end before start"
-  std::int64_t fathom_ranges = 0;    // ranges in fathom's NVTX domain
-  std::int64_t op_ranges = 0;        // op ranges (fathom's or emit_nvtx's)
+  std::string nsys_version;              // META_DATA_EXPORT's product version; "" when absent
+  std::int64_t rows = 0;                 // rows turned into records
+  std::int64_t skipped_rows = 0;         // rows that could not be (see skipped)
+  std::vector<std::string> skipped;      // one line per reason: "3 kernel rows: end before start"
+  std::int64_t fathom_ranges = 0;        // ranges in fathom's NVTX domain
+  std::int64_t op_ranges = 0;            // op ranges (fathom's or emit_nvtx's)
   std::int64_t other_domain_ranges = 0;  // ranges of other domains (NCCL, ...): not read
   std::vector<std::int32_t> devices;     // with kernels, copies or memsets, ascending
-  bool device_table = false;  // TARGET_INFO_GPU named the devices
+  bool device_table = false;             // TARGET_INFO_GPU named the devices
 };
 
 // Which part of an export to read: everything, or one device's GPU records with the host records

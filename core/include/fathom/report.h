@@ -95,7 +95,7 @@ struct EpochSummary {
   std::optional<MemoryFootprint> footprint;  // parameters, gradients, optimizer state, activations
   std::optional<ModuleReport> modules;       // per-module activations, checkpoint plan, OOMs
   std::optional<MixedPrecisionSummary> mixed_precision;  // autocast, GradScaler, Auto policy
-  std::optional<GpuSummary> gpu;  // CUPTI's GPU activity over the epoch (gpu_summary.h)
+  std::optional<GpuSummary> gpu;        // CUPTI's GPU activity over the epoch (gpu_summary.h)
   std::optional<FlopsSummary> flops;    // FLOPs counted in profiled steps, throughput, MFU
   std::optional<EnergySummary> energy;  // joules per epoch, step and sample (achievement.h)
   std::optional<StepSeries> series;     // the steps one by one, change point, memory creep

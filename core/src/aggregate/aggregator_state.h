@@ -162,7 +162,7 @@ struct GpuAggregator::Impl {
   std::array<PhaseGpuStats, kPhaseBuckets> phases{};
   std::vector<DeviceState> timelines;
   std::vector<StepGpuStats> step_rows;
-  std::vector<StepWindow> step_windows;  // sorted by start
+  std::vector<StepWindow> step_windows;                                // sorted by start
   std::vector<std::vector<std::pair<std::int32_t, Union>>> step_busy;  // per row: per device
   std::int64_t folded_steps = 0;
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "records/activity_batches.h"
 #include "records/annotation_roles.h"
 #include "records/gz_file.h"
 #include "records/json_number.h"
@@ -431,28 +432,7 @@ void read_activity(const std::string& path, const std::function<void(GpuActivity
 GpuActivity load_activity(const std::string& path) {
   GpuActivity all;
   read_activity(
-      path,
-      [&](GpuActivity&& b) {
-        auto move_into = [](auto& to, auto& from) {
-          if (to.empty())
-            to = std::move(from);
-          else
-            to.insert(to.end(), std::make_move_iterator(from.begin()),
-                      std::make_move_iterator(from.end()));
-        };
-        move_into(all.devices, b.devices);
-        move_into(all.kernels, b.kernels);
-        move_into(all.memcpys, b.memcpys);
-        move_into(all.memsets, b.memsets);
-        move_into(all.syncs, b.syncs);
-        move_into(all.runtime_calls, b.runtime_calls);
-        move_into(all.ops, b.ops);
-        move_into(all.annotations, b.annotations);
-        all.dropped_records =
-            b.dropped_records > std::numeric_limits<std::int64_t>::max() - all.dropped_records
-                ? std::numeric_limits<std::int64_t>::max()
-                : all.dropped_records + b.dropped_records;
-      },
+      path, [&](GpuActivity&& b) { detail::append_batch(all, std::move(b)); },
       std::size_t{1} << 62);
   return all;
 }

@@ -173,10 +173,9 @@ void steps(std::string& out, const GpuSummary& s) {
   for (std::size_t i = 0; i < s.steps.size(); ++i) rows.push_back(i);
   if (rows.size() > kStepRowsShown) {
     std::vector<std::size_t> slow(rows.begin() + kStepRowsShown / 2, rows.end());
-    std::partial_sort(slow.begin(), slow.begin() + kStepRowsShown / 2, slow.end(),
-                      [&](std::size_t a, std::size_t b) {
-                        return s.steps[a].wall_ns > s.steps[b].wall_ns;
-                      });
+    std::partial_sort(
+        slow.begin(), slow.begin() + kStepRowsShown / 2, slow.end(),
+        [&](std::size_t a, std::size_t b) { return s.steps[a].wall_ns > s.steps[b].wall_ns; });
     slow.resize(kStepRowsShown / 2);
     std::sort(slow.begin(), slow.end());
     rows.resize(kStepRowsShown / 2);
@@ -184,8 +183,7 @@ void steps(std::string& out, const GpuSummary& s) {
   }
   std::size_t last = 0;
   for (std::size_t i : rows) {
-    if (i > last + 1 && last != 0)
-      fmt::format_to(o, "    ... (the slowest of the rest follow)\n");
+    if (i > last + 1 && last != 0) fmt::format_to(o, "    ... (the slowest of the rest follow)\n");
     const StepGpu& g = s.steps[i];
     fmt::format_to(o, "    {:<22} {:>10} {:>9} {:>8} {:>11} {:>7} {:>10}\n",
                    g.name.size() > 22 ? g.name.substr(0, 21) + "~" : g.name, ms(g.wall_ns),

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "records/activity_batches.h"
 #include "records/annotation_roles.h"
 #include "records/nsight/nsight_schema.h"
 #include "records/nsight/op_range_text.h"
@@ -495,19 +496,27 @@ class Reader {
     return (device >= 0 && device < (1 << 16)) || skip(s, Skip::BadValue);
   }
 
-  void take_kernel(const SqliteQuery& q) {
+  // The columns every GPU table's query starts with (start, end, deviceId, streamId,
+  // correlationId, globalPid) into r; false (counted) when the row cannot be a record.
+  template <typename R>
+  bool gpu_row(Source s, const SqliteQuery& q, R& r) {
     const std::int64_t start = q.integer(0), end = q.integer(1);
-    if (!times_ok(Source::Kernel, start, end) || !device_ok(Source::Kernel, q.integer(2))) return;
+    if (!times_ok(s, start, end) || !device_ok(s, q.integer(2))) return false;
+    r.device = small(q.integer(2));
+    r.stream = small(q.integer(3));
+    r.start_ns = start;
+    r.end_ns = end;
+    r.correlation_id = correlation(static_cast<std::int64_t>(detail::nsight_process(q.integer(5))),
+                                   q.optional_integer(4));
+    return true;
+  }
+
+  void take_kernel(const SqliteQuery& q) {
+    KernelRecord k;
+    if (!gpu_row(Source::Kernel, q, k)) return;
     const std::string* name = string(q.integer(6));
     if (!name) return void(skip(Source::Kernel, Skip::NoString));
-    KernelRecord k;
     k.name = *name;
-    k.device = small(q.integer(2));
-    k.stream = small(q.integer(3));
-    k.start_ns = start;
-    k.end_ns = end;
-    k.correlation_id = correlation(static_cast<std::int64_t>(detail::nsight_process(q.integer(5))),
-                                   q.optional_integer(4));
     k.grid_x = small(q.integer(7));
     k.grid_y = small(q.integer(8));
     k.grid_z = small(q.integer(9));
@@ -525,16 +534,9 @@ class Reader {
   }
 
   void take_memcpy(const SqliteQuery& q) {
-    const std::int64_t start = q.integer(0), end = q.integer(1);
-    if (!times_ok(Source::Memcpy, start, end) || !device_ok(Source::Memcpy, q.integer(2))) return;
-    if (q.integer(6) < 0) return void(skip(Source::Memcpy, Skip::BadValue));
     MemcpyRecord m;
-    m.device = small(q.integer(2));
-    m.stream = small(q.integer(3));
-    m.start_ns = start;
-    m.end_ns = end;
-    m.correlation_id = correlation(static_cast<std::int64_t>(detail::nsight_process(q.integer(5))),
-                                   q.optional_integer(4));
+    if (!gpu_row(Source::Memcpy, q, m)) return;
+    if (q.integer(6) < 0) return void(skip(Source::Memcpy, Skip::BadValue));
     m.bytes = q.integer(6);
     const std::string* kind = copy_kinds_->name(q.integer(7));
     m.kind = kind ? detail::memcpy_kind_from_enum(*kind) : MemcpyKind::Unknown;
@@ -549,16 +551,9 @@ class Reader {
   }
 
   void take_memset(const SqliteQuery& q) {
-    const std::int64_t start = q.integer(0), end = q.integer(1);
-    if (!times_ok(Source::Memset, start, end) || !device_ok(Source::Memset, q.integer(2))) return;
-    if (q.integer(6) < 0) return void(skip(Source::Memset, Skip::BadValue));
     MemsetRecord m;
-    m.device = small(q.integer(2));
-    m.stream = small(q.integer(3));
-    m.start_ns = start;
-    m.end_ns = end;
-    m.correlation_id = correlation(static_cast<std::int64_t>(detail::nsight_process(q.integer(5))),
-                                   q.optional_integer(4));
+    if (!gpu_row(Source::Memset, q, m)) return;
+    if (q.integer(6) < 0) return void(skip(Source::Memset, Skip::BadValue));
     m.bytes = q.integer(6);
     batch_.memsets.push_back(m);
     taken();
@@ -613,19 +608,8 @@ NsightExportInfo read_nsight_export(const std::string& path,
 
 GpuActivity load_nsight_export(const std::string& path, NsightExportInfo* info) {
   GpuActivity all;
-  auto append = [](auto& to, auto& from) {
-    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-  };
-  NsightExportInfo i = read_nsight_export(path, [&](GpuActivity&& b) {
-    append(all.devices, b.devices);
-    append(all.kernels, b.kernels);
-    append(all.memcpys, b.memcpys);
-    append(all.memsets, b.memsets);
-    append(all.syncs, b.syncs);
-    append(all.runtime_calls, b.runtime_calls);
-    append(all.ops, b.ops);
-    append(all.annotations, b.annotations);
-  });
+  NsightExportInfo i =
+      read_nsight_export(path, [&](GpuActivity&& b) { detail::append_batch(all, std::move(b)); });
   if (info) *info = std::move(i);
   return all;
 }

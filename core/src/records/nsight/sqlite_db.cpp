@@ -26,9 +26,16 @@ SqliteDb::SqliteDb(const std::string& path) : path_(path) {
   sqlite3_busy_timeout(db_, 1000);
   // Sorting a table of millions of rows spills to temporary files instead of growing memory.
   sqlite3_exec(db_, "PRAGMA temp_store=FILE; PRAGMA cache_size=-8192;", nullptr, nullptr, nullptr);
-  // The first read tells a database from any other file ("file is not a database").
-  SqliteQuery probe(*this, "SELECT count(*) FROM sqlite_master");
-  probe.step();
+  // The first read tells a database from any other file ("file is not a database"). A constructor
+  // that throws runs no destructor: the handle is closed here.
+  try {
+    SqliteQuery probe(*this, "SELECT count(*) FROM sqlite_master");
+    probe.step();
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
 }
 
 SqliteDb::~SqliteDb() { sqlite3_close(db_); }
