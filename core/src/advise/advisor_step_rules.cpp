@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "advise/advisor_rules.h"
+#include "analyze/step_alarms.h"
 #include "records/thresholds.h"
 
 namespace fathom::advice {
@@ -11,9 +12,10 @@ namespace fathom::advice {
 void step_slowdown(const EpochSummary& e, std::vector<Finding>& out) {
   if (!e.series || !e.series->change) return;
   const StepChange& c = *e.series->change;
-  Finding f = make_finding(finding_id::kStepSlowdown, Severity::Warning,
-                           fmt::format("Step time rose {:.0f}% from step {} ({:.2f} -> {:.2f} ms)",
-                                       100 * c.relative, c.step, c.before_ms, c.after_ms));
+  // The sentence the session's in-run warning and NVTX mark say, capitalized as a title.
+  std::string title = step_change_text(c);
+  title[0] = 'S';
+  Finding f = make_finding(finding_id::kStepSlowdown, Severity::Warning, std::move(title));
   f.evidence.push_back({"median step time before / after",
                         fmt::format("{:.3f} ms / {:.3f} ms", c.before_ms, c.after_ms)});
   f.evidence.push_back({"steps in the series before / after",
@@ -56,10 +58,10 @@ void step_slowdown(const EpochSummary& e, std::vector<Finding>& out) {
 void memory_creep(const EpochSummary& e, std::vector<Finding>& out) {
   if (!e.series || !e.series->creep) return;
   const MemoryCreep& c = *e.series->creep;
-  Finding f = make_finding(finding_id::kMemoryCreep, Severity::Warning,
-                           fmt::format("{} memory grows {} per step",
-                                       e.series->memory.empty() ? "Process" : e.series->memory,
-                                       bytes_text(c.bytes_per_step)));
+  // The in-run warning's sentence, less "since step N" (the evidence gives the steps).
+  std::string title = memory_creep_text(c, e.series->memory);
+  title.resize(title.rfind(" since step"));
+  Finding f = make_finding(finding_id::kMemoryCreep, Severity::Warning, std::move(title));
   f.evidence.push_back({"growth per step (Theil-Sen)", bytes_text(c.bytes_per_step)});
   f.evidence.push_back({"steps", fmt::format("{} to {}", c.from_step, c.to_step)});
   f.evidence.push_back({"first quarter / last quarter (median)",

@@ -2,6 +2,7 @@
 // data-parallel training every rank's step takes as long as the slowest rank's, so the cause
 // shows only when the ranks are set side by side.
 #include <fathom/job_report.h>
+#include <fathom/loss_trend.h>  // median
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,15 +13,6 @@
 
 namespace fathom {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const std::size_t n = v.size();
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
-  const double hi = v[n / 2];
-  if (n % 2) return hi;
-  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2)));
-}
 
 // The median of f over every timed rank but `except`.
 template <typename F>

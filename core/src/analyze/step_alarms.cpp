@@ -1,23 +1,17 @@
 #include "analyze/step_alarms.h"
 
+#include <fathom/loss_trend.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "records/bytes_text.h"
 #include "records/thresholds.h"
 
 namespace fathom {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
-  if (v.size() % 2) return v[m];
-  const double hi = v[m];
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m) - 1, v.end());
-  return (v[m - 1] + hi) / 2;
-}
 
 // Ranks 1..n, ties given their average rank.
 std::vector<double> ranks(const std::vector<double>& x) {
@@ -167,6 +161,17 @@ std::optional<MemoryCreep> find_memory_creep(const StepSeries& s) {
   c.last_bytes = static_cast<std::int64_t>(last);
   c.z = z;
   return c;
+}
+
+std::string step_change_text(const StepChange& c) {
+  return fmt::format("step time rose {:.0f}% from step {} ({:.2f} -> {:.2f} ms)", 100 * c.relative,
+                     c.step, c.before_ms, c.after_ms);
+}
+
+std::string memory_creep_text(const MemoryCreep& c, const std::string& memory) {
+  return fmt::format("{} memory grows {} per step since step {}",
+                     memory.empty() ? std::string("process") : memory,
+                     detail::bytes_text(c.bytes_per_step), c.from_step);
 }
 
 void analyze_step_series(StepSeries& s) {

@@ -5,6 +5,7 @@
 #include <fathom/step_series.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace fathom {
@@ -14,6 +15,11 @@ namespace fathom {
 // faster is not an alarm. thresholds.h says what must hold.
 std::optional<StepChange> find_step_change(const StepSeries& s);
 std::optional<MemoryCreep> find_memory_creep(const StepSeries& s);
+// The alarms in one sentence each, for the finding's title, the NVTX mark and the in-run
+// warning alike: "step time rose 31% from step 1204 (12.10 -> 15.90 ms)",
+// "resident (RSS) memory grows 1.0 MiB per step since step 5".
+std::string step_change_text(const StepChange& c);
+std::string memory_creep_text(const MemoryCreep& c, const std::string& memory);
 // Both, into the series.
 void analyze_step_series(StepSeries& s);
 

@@ -17,7 +17,6 @@
 #include "collect/process_memory.h"
 #include "measure/cuda_allocator_access.h"
 #include "records/atomic_file.h"
-#include "records/bytes_text.h"
 #include "records/warning_sink.h"
 
 namespace fathom::detail {
@@ -331,22 +330,16 @@ void SessionState::check_alarms(std::int64_t now) noexcept {
     const StepSeries& s = epoch_->series();
     if (auto c = find_step_change(s); c && c->step > alarmed_change_step_) {
       alarmed_change_step_ = c->step;
-      char msg[256];
-      std::snprintf(msg, sizeof msg, "step time rose %.0f%% from step %lld (%.2f -> %.2f ms)%s%s",
-                    100 * c->relative, static_cast<long long>(c->step), c->before_ms, c->after_ms,
-                    c->phase.empty() ? "" : ", the phase that grew: ", c->phase.c_str());
-      if (phase_ranges()) nvtx::mark(nvtx::Kind::Finding, (std::string("fathom: ") + msg).c_str());
+      std::string msg = step_change_text(*c);
+      if (!c->phase.empty()) msg += ", the phase that grew: " + c->phase;
+      if (phase_ranges()) nvtx::mark(nvtx::Kind::Finding, ("fathom: " + msg).c_str());
       detail::warn("epoch ", epoch_index_, ": ", msg);
     }
     if (!alarmed_creep_) {
       if (auto c = find_memory_creep(s)) {
         alarmed_creep_ = true;
-        char msg[256];
-        std::snprintf(msg, sizeof msg, "%s memory grows %s per step since step %lld",
-                      s.memory.c_str(), bytes_text(c->bytes_per_step).c_str(),
-                      static_cast<long long>(c->from_step));
-        if (phase_ranges())
-          nvtx::mark(nvtx::Kind::Finding, (std::string("fathom: ") + msg).c_str());
+        const std::string msg = memory_creep_text(*c, s.memory);
+        if (phase_ranges()) nvtx::mark(nvtx::Kind::Finding, ("fathom: " + msg).c_str());
         detail::warn("epoch ", epoch_index_, ": ", msg);
       }
     }
