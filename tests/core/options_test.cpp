@@ -110,6 +110,36 @@ TEST(Options, RecordActivityFromTheEnvironment) {
   EXPECT_THROW((void)Options().with_env(), Error);
 }
 
+TEST(Options, TraceFileAndProgressFromTheEnvironment) {
+  EXPECT_EQ(Options().trace_file(), "");
+  EXPECT_EQ(Options().progress(), Progress::Auto);
+  {
+    ScopedEnv file("FATHOM_TRACE", "/tmp/run.trace.json.gz");
+    ScopedEnv progress("FATHOM_PROGRESS", "off");
+    const Options o = Options().with_env();
+    EXPECT_EQ(o.trace_file(), "/tmp/run.trace.json.gz");
+    EXPECT_EQ(o.progress(), Progress::Off);
+  }
+  {
+    // Not a trace's name: the error says what is accepted.
+    ScopedEnv file("FATHOM_TRACE", "/tmp/run.jsonl");
+    try {
+      (void)Options().with_env();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ending in .json or .json.gz"), std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    ScopedEnv file("FATHOM_TRACE", "/no/such/folder/run.json");
+    EXPECT_THROW((void)Options().trace_file("x.json").with_env(), Error);
+  }
+  EXPECT_THROW((void)Options().trace_file("/no/such/folder/run.json").with_env(), Error);
+  ScopedEnv progress("FATHOM_PROGRESS", "sometimes");
+  EXPECT_THROW((void)Options().with_env(), Error);
+}
+
 TEST(Options, EmptyReportDirIsAnError) {
   ScopedEnv dir("FATHOM_REPORT_DIR", "");
   EXPECT_THROW((void)Options().with_env(), Error);

@@ -18,6 +18,9 @@ namespace fathom {
 enum class Mode { Off, Observe, Suggest, Auto };
 // How fine the NVTX ranges are; each level includes the ones before it.
 enum class NvtxLevel { Off, Phases, Modules, Ops };
+// The live progress line on standard error. Auto: drawn when standard error is a terminal (a
+// log file or a pipe gets none).
+enum class Progress { Auto, On, Off };
 
 // Receives each of fathom's warnings (one line, without a "fathom: " prefix). fathom says a
 // warning kind at most a few times and then counts it; a handler must not block for long.
@@ -25,6 +28,7 @@ using WarningHandler = std::function<void(std::string_view message)>;
 
 std::string_view mode_name(Mode m) noexcept;
 std::string_view nvtx_level_name(NvtxLevel l) noexcept;
+std::string_view progress_name(Progress p) noexcept;
 
 class Options {
  public:
@@ -101,6 +105,25 @@ class Options {
   }
   const std::string& record_activity() const noexcept { return record_activity_; }
 
+  // Also write a Chrome / Perfetto trace of the run to this file as it goes (Trace Event Format;
+  // gzip-compressed when the name ends in .json.gz): epochs, steps, phases and modules on the
+  // training thread, findings and step alarms as instant events, and on a GPU the kernels, copies
+  // and memsets on their streams. Opens in ui.perfetto.dev and chrome://tracing, a killed run's
+  // file too. Empty: off. FATHOM_TRACE=run.trace.json.
+  Options& trace_file(std::string path) {
+    trace_file_ = std::move(path);
+    return *this;
+  }
+  const std::string& trace_file() const noexcept { return trace_file_; }
+
+  // A live line on standard error, redrawn at most five times a second: epoch, step, samples/s,
+  // step time, memory and the findings so far. FATHOM_PROGRESS=auto|on|off.
+  Options& progress(Progress v) {
+    progress_ = v;
+    return *this;
+  }
+  Progress progress() const noexcept { return progress_; }
+
   // Print the terminal report at each epoch end.
   Options& print_report(bool v) {
     print_report_ = v;
@@ -142,6 +165,8 @@ class Options {
   bool autograd_hook_ = true;
   bool count_flops_ = true;
   std::string record_activity_;
+  std::string trace_file_;
+  Progress progress_ = Progress::Auto;
   bool print_report_ = true;
   std::optional<MemoryBudget> checkpoint_budget_;
   WarningHandler warnings_;

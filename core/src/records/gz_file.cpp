@@ -244,6 +244,17 @@ void OutputFile::write(std::string_view text) {
 #endif
 }
 
+void OutputFile::flush() {
+  if (!handle_) throw Error(fmt::format("{} is already closed", path_));
+#ifdef FATHOM_HAVE_ZLIB
+  if (gzflush(gz(handle_), Z_SYNC_FLUSH) != Z_OK)
+    throw Error(fmt::format("cannot write {}: {}", path_, gz_problem(gz(handle_), 0, path_)));
+#else
+  if (std::fflush(static_cast<std::FILE*>(handle_)) != 0)
+    throw Error(fmt::format("cannot write {}: {}", path_, system_reason()));
+#endif
+}
+
 void OutputFile::close() {
   if (!handle_) return;
   void* h = handle_;

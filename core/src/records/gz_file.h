@@ -52,6 +52,9 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   void write(std::string_view text);
+  // Hands everything written so far to the system: a reader (or a kill) sees it whole, and a
+  // gzip stream so far decodes.
+  void flush();
   void close();
 
  private:

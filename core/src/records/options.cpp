@@ -31,6 +31,8 @@ constexpr Choices<NvtxLevel, 4> kNvtxLevels{{{"off", NvtxLevel::Off},
                                              {"phases", NvtxLevel::Phases},
                                              {"modules", NvtxLevel::Modules},
                                              {"ops", NvtxLevel::Ops}}};
+constexpr Choices<Progress, 3> kProgress{
+    {{"auto", Progress::Auto}, {"on", Progress::On}, {"off", Progress::Off}}};
 constexpr Choices<bool, 8> kSwitches{{{"on", true},
                                       {"off", false},
                                       {"1", true},
@@ -43,13 +45,14 @@ constexpr Choices<bool, 8> kSwitches{{{"on", true},
 // Every variable fathom reads. A FATHOM_* name one or two edits away from one of them is an
 // error (a typo must not silently leave a setting at its default); other FATHOM_* names are left
 // alone with a warning, because build scripts and users name their own variables that way too.
-constexpr std::array<std::string_view, 12> kKnownVariables{
+constexpr std::array<std::string_view, 14> kKnownVariables{
     "FATHOM_MODE",          "FATHOM_REPORT_DIR",
     "FATHOM_RUN_NAME",      "FATHOM_NVTX",
     "FATHOM_RECORD_SHAPES", "FATHOM_CUPTI",
     "FATHOM_PRINT",         "FATHOM_CHECKPOINT_BUDGET",
     "FATHOM_MERGE_TIMEOUT", "FATHOM_RECORD_ACTIVITY",
-    "FATHOM_AUTOGRAD_HOOK", "FATHOM_COUNT_FLOPS"};  // FATHOM_MERGE_TIMEOUT: read by rank_info.cpp
+    "FATHOM_AUTOGRAD_HOOK", "FATHOM_COUNT_FLOPS",
+    "FATHOM_TRACE",         "FATHOM_PROGRESS"};  // FATHOM_MERGE_TIMEOUT: read by rank_info.cpp
 
 template <typename T, std::size_t N>
 T parse_choice(const char* variable, std::string_view value, const Choices<T, N>& choices) {
@@ -107,32 +110,33 @@ void check_unknown_variables() {
                  static_cast<int>(name.size()), name.data(), known.c_str());
   }
 }
-// The activity file's folder must exist (fathom creates report folders, not this one: a typo in
-// it would otherwise be found at the first GPU batch) and its name must say the format.
-void check_activity_path(const std::string& path, std::string_view source) {
-  const auto ends_with = [&](std::string_view suffix) {
-    return path.size() >= suffix.size() &&
-           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+// A file fathom writes as the run goes (the activity file, the trace): its folder must exist
+// (fathom creates report folders, not these: a typo in one would otherwise be found at the first
+// write) and its name must say the format.
+void check_output_path(const std::string& path, std::string_view source, std::string_view what,
+                       std::string_view suffix) {
+  const auto ends_with = [&](std::string_view end) {
+    return path.size() >= end.size() &&
+           path.compare(path.size() - end.size(), end.size(), end) == 0;
   };
-  if (!ends_with(".jsonl") && !ends_with(".jsonl.gz"))
-    throw Error(
-        fmt::format("{}='{}' is not an activity file name; accepted: a path ending in "
-                    ".jsonl or .jsonl.gz (gzip-compressed) in an existing folder",
-                    source, path));
+  const std::string gz = std::string(suffix) + ".gz";
+  const std::string accepted =
+      fmt::format("a path ending in {} or {} (gzip-compressed) in an existing folder", suffix, gz);
+  if (!ends_with(suffix) && !ends_with(gz))
+    throw Error(fmt::format("{}='{}' is not {} name; accepted: {}", source, path, what, accepted));
   const auto slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   struct stat st;
   if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error(
-        fmt::format("{}='{}': the folder {} does not exist; accepted: a path ending in "
-                    ".jsonl or .jsonl.gz in an existing folder",
-                    source, path, folder));
+    throw Error(fmt::format("{}='{}': the folder {} does not exist; accepted: {}", source, path,
+                            folder, accepted));
 }
 
 }  // namespace
 
 std::string_view mode_name(Mode m) noexcept { return name_of(m, kModes); }
 std::string_view nvtx_level_name(NvtxLevel l) noexcept { return name_of(l, kNvtxLevels); }
+std::string_view progress_name(Progress p) noexcept { return name_of(p, kProgress); }
 
 Options Options::with_env() const {
   check_unknown_variables();
@@ -167,10 +171,21 @@ Options Options::with_env() const {
   } else if (!o.run_name_.empty()) {
     detail::check_run_name(o.run_name_, "Options::run_name (Python: run_name=)");
   }
+  if (const char* v = get("FATHOM_TRACE")) {
+    if (!*v)
+      throw Error("FATHOM_TRACE is empty; set it to a file (e.g. run.trace.json) or unset it");
+    o.trace_file_ = v;
+  }
+  if (const char* v = get("FATHOM_PROGRESS"))
+    o.progress_ = parse_choice("FATHOM_PROGRESS", v, kProgress);
   if (!o.record_activity_.empty())
-    check_activity_path(o.record_activity_, get("FATHOM_RECORD_ACTIVITY")
-                                                ? "FATHOM_RECORD_ACTIVITY"
-                                                : "Options::record_activity");
+    check_output_path(
+        o.record_activity_,
+        get("FATHOM_RECORD_ACTIVITY") ? "FATHOM_RECORD_ACTIVITY" : "Options::record_activity",
+        "an activity file", ".jsonl");
+  if (!o.trace_file_.empty())
+    check_output_path(o.trace_file_, get("FATHOM_TRACE") ? "FATHOM_TRACE" : "Options::trace_file",
+                      "a trace file", ".json");
   if (o.checkpoint_budget_ && o.checkpoint_budget_->is_fraction()) {
     const double f = o.checkpoint_budget_->fraction_of_whole();
     if (!(f >= 0.01 && f <= 1))

@@ -1,5 +1,7 @@
 #include "records/warning_sink.h"
 
+#include "records/status_line.h"
+
 #include <algorithm>
 #include <atomic>
 #include <iostream>
@@ -45,7 +47,9 @@ void say(const WarningHandler& handler, const std::string& line) {
     handler(line);
     return;
   }
+  const StatusLinePause pause;  // the progress line, cleared and drawn again below the warning
   std::cerr << "fathom: " << line << "\n";
+  std::cerr.flush();
 }
 
 }  // namespace

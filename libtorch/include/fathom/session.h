@@ -44,6 +44,7 @@ namespace fathom {
 namespace detail {
 class SessionState;
 class SessionAccess;  // fathom's own code reaches the state through it (hooks/src)
+class TraceExtension;
 }  // namespace detail
 
 #define FATHOM_STACK_ONLY(Type)                    \
@@ -148,6 +149,7 @@ class [[nodiscard]] ModuleScope {
 
  private:
   bool pushed_ = false;
+  detail::TraceExtension* traced_ = nullptr;  // the trace file's range, ended with this scope
 };
 
 #undef FATHOM_STACK_ONLY

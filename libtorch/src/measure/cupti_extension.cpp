@@ -119,6 +119,7 @@ void CuptiExtension::record(const GpuActivity& batch) noexcept {
 
 void CuptiExtension::take(GpuActivity&& batch) noexcept {
   record(batch);
+  if (hooks_.observe) hooks_.observe(batch);
   if (aggregator_) aggregator_->add(batch);
 }
 
@@ -231,9 +232,9 @@ void CuptiExtension::report_changes(Environment& env) noexcept {
   }
 }
 
-std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options,
-                                                       std::optional<c10::Device> device,
-                                                       Environment& env) {
+std::unique_ptr<SessionExtension> make_cupti_extension(
+    const Options& options, std::optional<c10::Device> device, Environment& env,
+    std::function<void(const GpuActivity&)> observe) {
   if (!device || !device->is_cuda()) return nullptr;
   if (!options.cupti()) {
     env.not_measured.push_back({kCuptiMeasurements,
@@ -250,6 +251,7 @@ std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options,
     detail::warn("the device's properties could not be read: ", e.what());
   }
   CuptiDeviceHooks hooks;
+  hooks.observe = std::move(observe);
   const c10::DeviceIndex index = device->index();
   hooks.synchronize = [index] {
     // Never during a CUDA graph capture: a synchronize there would end the user's capture.

@@ -34,6 +34,8 @@ struct CuptiDeviceHooks {
   // The session records two CUDA events a phase (its device timing): calls CUPTI records for
   // fathom, which is how a takeover by a client fathom cannot ask shows.
   bool phase_events = false;
+  // Sees every batch before the aggregator takes it (the session's trace file). Empty: none.
+  std::function<void(const GpuActivity&)> observe;
 };
 
 class CuptiExtension final : public SessionExtension {
@@ -91,9 +93,10 @@ class CuptiExtension final : public SessionExtension {
 
 // The extension a session adds, or nullptr when there is nothing to collect (no CUDA device:
 // device_info already says so; CUPTI turned off: says so in env).
-std::unique_ptr<SessionExtension> make_cupti_extension(const Options& options,
-                                                       std::optional<c10::Device> device,
-                                                       Environment& env);
+// observe: CuptiDeviceHooks::observe.
+std::unique_ptr<SessionExtension> make_cupti_extension(
+    const Options& options, std::optional<c10::Device> device, Environment& env,
+    std::function<void(const GpuActivity&)> observe = {});
 
 // torch.profiler as a CUPTI client the collector can ask: profiling now, a schedule's warm-up
 // included (Kineto registers its CUPTI callbacks and enables its kinds at the warm-up, before

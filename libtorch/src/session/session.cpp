@@ -12,6 +12,7 @@
 #include "collect/clock.h"
 #include "collect/host_info.h"
 #include "distributed/distributed_extension.h"
+#include "measure/cuda_allocator_access.h"
 #include "measure/cupti_extension.h"
 #include "measure/device_info.h"
 #include "measure/energy_extension.h"
@@ -21,7 +22,9 @@
 #include "records/atomic_file.h"
 #include "records/warning_sink.h"
 #include "session/copy_record.h"
+#include "session/progress_extension.h"
 #include "session/session_state.h"
+#include "session/trace_extension.h"
 
 namespace fathom {
 
@@ -91,31 +94,52 @@ EpochScope::~EpochScope() {
 
 ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
   SessionState* s = SessionState::current();
-  if (!s || !s->module_ranges()) return;
-  if (const nvtx::Name* name = s->module_name(&module)) {
-    nvtx::push(nvtx::Kind::Module, *name);
-  } else {
-    try {
-      nvtx::push(nvtx::Kind::Module, module.name().c_str());
-    } catch (...) {
-      return;
+  if (!s) return;
+  detail::TraceExtension* trace = s->extensions().trace;
+  if (!s->module_ranges() && !trace) return;
+  const std::string* label = s->module_label(&module);
+  if (s->module_ranges()) {
+    if (const nvtx::Name* name = s->module_name(&module)) {
+      nvtx::push(nvtx::Kind::Module, *name);
+      pushed_ = true;
+    } else {
+      try {
+        nvtx::push(nvtx::Kind::Module, module.name().c_str());
+        pushed_ = true;
+      } catch (...) {
+        detail::swallowed("session/session.cpp");
+      }
     }
   }
-  pushed_ = true;
+  if (trace) {
+    try {
+      trace->module_begin(label ? *label : module.name());
+      traced_ = trace;
+    } catch (...) {
+      detail::swallowed("session/session.cpp");
+    }
+  }
 }
 
 ModuleScope::ModuleScope(std::string_view name) noexcept {
   SessionState* s = SessionState::current();
-  if (!s || !s->module_ranges()) return;
-  try {
-    nvtx::push(nvtx::Kind::Module, std::string(name).c_str());
-    pushed_ = true;
-  } catch (...) {
-    detail::swallowed("session/session.cpp");
+  if (!s) return;
+  if (s->module_ranges()) {
+    try {
+      nvtx::push(nvtx::Kind::Module, std::string(name).c_str());
+      pushed_ = true;
+    } catch (...) {
+      detail::swallowed("session/session.cpp");
+    }
+  }
+  if (detail::TraceExtension* trace = s->extensions().trace) {
+    trace->module_begin(name);
+    traced_ = trace;
   }
 }
 
 ModuleScope::~ModuleScope() {
+  if (traced_) traced_->module_end();
   if (pushed_) nvtx::pop();
 }
 
@@ -140,10 +164,17 @@ Session::Session(Options options) {
   // reverse, see session_extension.h), and the ones other code reaches are kept by type. The
   // distributed extension comes last: its epoch end ships the epoch every other one completed.
   SessionState::Extensions& known = state_->extensions();
+  // First: its ranges hold every other extension's work at a phase's begin and end.
+  if (!resolved.trace_file().empty())
+    known.trace = state_->add_extension(
+        detail::TraceExtension::open(resolved.trace_file(), "fathom " + state_->report().run_name));
   known.footprint = state_->add_extension(std::make_unique<detail::FootprintExtension>());
   if (device.device)
     state_->add_extension(detail::make_telemetry_extension(device.pci_bus_id, env));
-  state_->add_extension(detail::make_cupti_extension(resolved, device.device, env));
+  std::function<void(const GpuActivity&)> observe;
+  if (known.trace) observe = [trace = known.trace](const GpuActivity& b) { trace->gpu(b); };
+  state_->add_extension(
+      detail::make_cupti_extension(resolved, device.device, env, std::move(observe)));
   // After telemetry: it reads the epoch's NVML energy.
   state_->add_extension(std::make_unique<detail::EnergyExtension>());
   known.amp =
@@ -154,6 +185,9 @@ Session::Session(Options options) {
   // ends, so what they do there is not counted as the step's work.
   state_->add_extension(std::make_unique<detail::FlopCounterExtension>(resolved));
   known.distributed = detail::add_distributed_extension(*state_);
+  if (detail::progress_wanted(resolved.progress()))
+    state_->add_extension(
+        std::make_unique<detail::ProgressExtension>(detail::make_allocator_access(device.device)));
   if (!resolved.autograd_hook())
     env.not_measured.push_back({"activation bytes per module", detail::kAutogradHookOff});
   state_->claim_report_name();

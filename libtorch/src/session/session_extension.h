@@ -14,6 +14,7 @@
 // on_epoch_end, each stage in the order the extensions were added, so a later extension reads
 // what earlier ones wrote (the distributed one, added last, ships the finished epoch).
 #include <fathom/phase.h>
+#include <fathom/records.h>
 #include <fathom/report.h>
 
 #include <cstdint>
@@ -33,6 +34,9 @@ class SessionExtension {
   virtual void on_phase_begin(Phase /*phase*/) noexcept {}
   virtual void on_phase_end(Phase /*phase*/, bool /*aborted*/) noexcept {}
   virtual void on_step_end(std::int64_t /*step*/, bool /*failed*/) noexcept {}
+  // The step as the report counts it (its samples, begin and end on fathom's clock), once every
+  // on_step_end ran: in the order the extensions were added.
+  virtual void on_step_timed(const StepRecord& /*step*/) noexcept {}
   // The feature's own part of the epoch's memory footprint (footprint_parts.h). Runs before
   // on_epoch_measured; the session merges the parts, so whatever on_epoch_measured sees already
   // holds the whole footprint.

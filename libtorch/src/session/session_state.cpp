@@ -18,6 +18,7 @@
 #include "measure/cuda_allocator_access.h"
 #include "records/atomic_file.h"
 #include "records/warning_sink.h"
+#include "session/trace_extension.h"
 
 namespace fathom::detail {
 namespace {
@@ -265,7 +266,9 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
     data_gap_range_ = nvtx::start(nvtx::Kind::Phase, data_gap_name_, kPhaseColors[0]);
   }
   reverse_order(extensions_, [&](SessionExtension& e) { e.on_step_end(step_index_, failed); });
-  epoch_->add(StepRecord{step_index_, samples, begin_ns, now, failed});
+  const StepRecord step{step_index_, samples, begin_ns, now, failed};
+  epoch_->add(step);
+  forward_order(extensions_, [&](SessionExtension& e) { e.on_step_timed(step); });
   device_.drain(/*wait=*/false, [&](const PhaseRecord& r) {
     if (epoch_) epoch_->add(r);
   });
@@ -308,6 +311,12 @@ void SessionState::add_copy(const CopyRecord& r) {
 
 void SessionState::watch_module(const void* module, const std::string& label) {
   module_names_[module] = nvtx::register_name(label);
+  module_labels_[module] = label;
+}
+
+const std::string* SessionState::module_label(const void* module) const noexcept {
+  auto it = module_labels_.find(module);
+  return it == module_labels_.end() ? nullptr : &it->second;
 }
 
 const nvtx::Name* SessionState::module_name(const void* module) const noexcept {
@@ -333,6 +342,7 @@ void SessionState::check_alarms(std::int64_t now) noexcept {
       std::string msg = step_change_text(*c);
       if (!c->phase.empty()) msg += ", the phase that grew: " + c->phase;
       if (phase_ranges()) nvtx::mark(nvtx::Kind::Finding, ("fathom: " + msg).c_str());
+      if (known_.trace) known_.trace->alarm(msg);
       detail::warn("epoch ", epoch_index_, ": ", msg);
     }
     if (!alarmed_creep_) {
@@ -340,6 +350,7 @@ void SessionState::check_alarms(std::int64_t now) noexcept {
         alarmed_creep_ = true;
         const std::string msg = memory_creep_text(*c, s.memory);
         if (phase_ranges()) nvtx::mark(nvtx::Kind::Finding, ("fathom: " + msg).c_str());
+        if (known_.trace) known_.trace->alarm(msg);
         detail::warn("epoch ", epoch_index_, ": ", msg);
       }
     }

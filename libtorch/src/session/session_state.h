@@ -26,6 +26,7 @@ class AmpExtension;
 class CheckpointExtension;
 class DistributedExtension;
 class FootprintExtension;
+class TraceExtension;
 
 class SessionState {
  public:
@@ -50,6 +51,8 @@ class SessionState {
 
   void watch_module(const void* module, const std::string& label);
   const nvtx::Name* module_name(const void* module) const noexcept;
+  // The label watch() gave module, or null: what the trace file names its range.
+  const std::string* module_label(const void* module) const noexcept;
 
   // Extensions run in the order they were added (end callbacks in reverse, see
   // session_extension.h); the state owns them. Returns e, for the typed pointers below.
@@ -66,6 +69,7 @@ class SessionState {
     AmpExtension* amp = nullptr;
     CheckpointExtension* checkpoint = nullptr;
     DistributedExtension* distributed = nullptr;
+    TraceExtension* trace = nullptr;  // Options::trace_file
   };
   Extensions& extensions() noexcept { return known_; }
   const Extensions& extensions() const noexcept { return known_; }
@@ -121,6 +125,7 @@ class SessionState {
   int epoch_memory_ = -1;               // and over the whole epoch, phases or not
   std::optional<nvtx::RangeId> data_gap_range_;
   std::unordered_map<const void*, nvtx::Name> module_names_;
+  std::unordered_map<const void*, std::string> module_labels_;
   nvtx::Name epoch_name_, step_name_, data_gap_name_;
   std::array<nvtx::Name, kPhaseCount> phase_names_{};
 };

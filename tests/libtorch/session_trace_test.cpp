@@ -1,0 +1,150 @@
+// Options::trace_file and Options::progress as a user turns them on: the trace a session writes
+// (checked against the Trace Event Format) and the live line on standard error.
+#include <fathom/fathom.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../support/trace_event_check.h"
+#include "records/file_system.h"
+#include "records/warning_sink.h"
+#include "session_fixture.h"
+
+namespace fathom {
+namespace {
+
+using test::SessionTest;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void train(Session& session, torch::nn::Sequential& model, int epochs, int steps,
+           std::chrono::milliseconds pause = std::chrono::milliseconds(0)) {
+  torch::optim::SGD opt(model->parameters(), 0.01);
+  for (int ep = 0; ep < epochs; ++ep) {
+    auto e = session.epoch();
+    for (int i = 0; i < steps; ++i) {
+      auto step = e.step(4);
+      torch::Tensor loss;
+      {
+        auto f = step.forward();
+        loss = fathom::forward(model, torch::randn({4, 8})).sum();
+      }
+      {
+        auto b = step.backward();
+        opt.zero_grad();
+        loss.backward();
+      }
+      {
+        auto o = step.optimizer();
+        opt.step();
+      }
+      if (pause.count()) std::this_thread::sleep_for(pause);
+    }
+  }
+}
+
+std::size_t count(const nlohmann::json& events, const std::string& ph, const std::string& cat) {
+  std::size_t n = 0;
+  for (const auto& e : events) n += e.value("ph", "") == ph && e.value("cat", "") == cat;
+  return n;
+}
+
+TEST_F(SessionTest, TraceFileHoldsEpochsStepsPhasesModulesAndFindings) {
+  ASSERT_EQ(fs::make_directories(dir()), "");
+  const std::string trace = dir() + "/run.trace.json";
+  std::int64_t findings = 0;
+  {
+    Session session(Options()
+                        .report_dir(dir())
+                        .run_name("traced")
+                        .print_report(false)
+                        .nvtx(NvtxLevel::Modules)
+                        .trace_file(trace));
+    auto model = tiny_model();
+    session.watch(*model);
+    train(session, model, 2, 5);
+    for (const EpochSummary& e : session.report().epochs)
+      findings += static_cast<std::int64_t>(e.findings.size());
+  }
+  const auto c = test::check_trace_events(read(trace));
+  ASSERT_TRUE(c.problems.empty()) << c.problems.front();
+  EXPECT_TRUE(c.closed);
+  EXPECT_TRUE(c.open_at_end.empty());
+  EXPECT_EQ(count(c.events, "B", "epoch"), 2u);
+  EXPECT_EQ(count(c.events, "B", "step"), 10u);
+  // forward, backward and optimizer in each step; the data gap before each as a complete event.
+  EXPECT_EQ(count(c.events, "B", "phase"), 30u);
+  EXPECT_EQ(count(c.events, "X", "phase"), 10u);
+  // fathom::forward over a watched Sequential: a range per child, named as watch() named them.
+  EXPECT_EQ(count(c.events, "B", "module"), 30u);
+  bool linear_named = false;
+  for (const auto& e : c.events) linear_named = linear_named || e.value("name", "") == "0 (Linear)";
+  EXPECT_TRUE(linear_named);
+  EXPECT_GT(findings, 0);  // a CPU run of a tiny model has some (its fp32 matmuls, at least)
+  EXPECT_EQ(static_cast<std::int64_t>(count(c.events, "i", "finding")), findings);
+}
+
+TEST_F(SessionTest, AnUnwritableTraceIsAWarningAndTrainingGoesOn) {
+  ASSERT_EQ(fs::make_directories(dir() + "/trace-is-a-folder.json"), "");
+  std::vector<std::string> warnings;
+  Session session(Options()
+                      .report_dir(dir())
+                      .print_report(false)
+                      .trace_file(dir() + "/trace-is-a-folder.json")
+                      .warnings([&](std::string_view w) { warnings.emplace_back(w); }));
+  auto model = tiny_model();
+  train(session, model, 1, 2);
+  EXPECT_EQ(session.report().epochs.size(), 1u);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.front().find("no trace is written"), std::string::npos) << warnings.front();
+}
+
+TEST_F(SessionTest, ProgressLineIsDrawnOnStderrAndClearedAroundWarnings) {
+  testing::internal::CaptureStderr();
+  {
+    Session session(Options()
+                        .report_dir(dir())
+                        .print_report(false)
+                        .nvtx(NvtxLevel::Off)
+                        .progress(Progress::On));
+    auto model = tiny_model();
+    torch::optim::SGD opt(model->parameters(), 0.01);
+    auto e = session.epoch();
+    for (int i = 0; i < 3; ++i) {
+      auto step = e.step(8);
+      (void)fathom::forward(model, torch::randn({8, 8}));
+      std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    }
+    detail::warn("a warning while the line is drawn");
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("\r\x1b[Kfathom  epoch 0  step 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("samples/s"), std::string::npos) << err;
+  // The warning starts on a cleared line, and the progress line comes back below it.
+  const auto w = err.find("fathom: a warning while the line is drawn\n");
+  ASSERT_NE(w, std::string::npos) << err;
+  EXPECT_EQ(err.substr(w - 4, 4), "\r\x1b[K");
+  EXPECT_EQ(err.substr(w + 42, 4), "\r\x1b[K");
+}
+
+TEST_F(SessionTest, NoProgressLineWhenStderrIsNotATerminal) {
+  testing::internal::CaptureStderr();  // a pipe: Auto draws nothing
+  {
+    Session session(Options().report_dir(dir()).print_report(false).progress(Progress::Auto));
+    auto model = tiny_model();
+    train(session, model, 1, 3);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("fathom  epoch"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace fathom
