@@ -1,7 +1,5 @@
 #include "records/warning_sink.h"
 
-#include "records/status_line.h"
-
 #include <algorithm>
 #include <atomic>
 #include <iostream>
@@ -9,6 +7,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "records/status_line.h"
 
 namespace fathom::detail {
 namespace {
