@@ -79,38 +79,66 @@ double mann_kendall_z(const std::vector<double>& y) noexcept {
   return (s - (s > 0 ? 1 : -1)) / std::sqrt(var);
 }
 
+namespace {
+
+struct Cut {
+  std::size_t at = 0;  // the first step of the later segment
+  double p = 1;
+};
+
+// Binary segmentation: each change Pettitt's test holds significant, and each side searched
+// again. A rank test sees which side is larger, not by how much: alone, on a run that got a little
+// slower (a busier machine) and later much slower (a slower phase), it would report the one change
+// at whichever boundary splits the ranks best, with the wrong step and the wrong size.
+void segment(const std::vector<double>& x, std::size_t lo, std::size_t hi, int depth,
+             std::vector<Cut>& cuts) {
+  const auto split = pettitt(x, lo, hi);
+  if (!split || split->p >= thresholds::kStepChangePValue) return;
+  const std::size_t cut = split->last_before + 1;
+  cuts.push_back({cut, split->p});
+  if (depth >= 3) return;
+  segment(x, lo, cut, depth + 1, cuts);
+  segment(x, cut, hi, depth + 1, cuts);
+}
+
+std::vector<double> slice(const std::vector<double>& x, std::size_t lo, std::size_t hi) {
+  return {x.begin() + static_cast<std::ptrdiff_t>(lo), x.begin() + static_cast<std::ptrdiff_t>(hi)};
+}
+
+}  // namespace
+
 std::optional<StepChange> find_step_change(const StepSeries& s) {
   std::vector<double> x;
   x.reserve(s.points.size());
   for (const StepPoint& p : s.points) x.push_back(p.step_ms);
-  std::size_t lo = 0;
-  for (int depth = 0; depth < 4; ++depth) {
-    const auto split = pettitt(x, lo, x.size());
-    if (!split || split->p >= thresholds::kStepChangePValue) return std::nullopt;
-    const std::size_t cut = split->last_before + 1;
-    const std::vector<double> before(x.begin() + static_cast<std::ptrdiff_t>(lo),
-                                     x.begin() + static_cast<std::ptrdiff_t>(cut));
-    const std::vector<double> after(x.begin() + static_cast<std::ptrdiff_t>(cut), x.end());
+  std::vector<Cut> cuts;
+  segment(x, 0, x.size(), 0, cuts);
+  std::sort(cuts.begin(), cuts.end(), [](const Cut& a, const Cut& b) { return a.at < b.at; });
+  // The largest rise between neighbouring segments: a change that made it faster (a warm-up) is
+  // no alarm, and the one reported is the one that cost the most.
+  std::optional<StepChange> best;
+  for (std::size_t i = 0; i < cuts.size(); ++i) {
+    const std::size_t lo = i == 0 ? 0 : cuts[i - 1].at;
+    const std::size_t cut = cuts[i].at;
+    const std::size_t hi = i + 1 < cuts.size() ? cuts[i + 1].at : x.size();
+    const std::vector<double> before = slice(x, lo, cut), after = slice(x, cut, hi);
     const double b = median(before), a = median(after);
-    if (a <= b) {  // it got faster (a warm-up): look for a rise after it
-      lo = cut;
-      continue;
-    }
-    if (b <= 0 || a / b - 1 < thresholds::kStepChangeMinRelative) return std::nullopt;
+    if (b <= 0 || a <= b || a / b - 1 < thresholds::kStepChangeMinRelative) continue;
+    if (best && a - b <= best->after_ms - best->before_ms) continue;
     StepChange c;
     c.step = s.points[cut].step;
     c.before_ms = b;
     c.after_ms = a;
     c.relative = a / b - 1;
-    c.p_value = split->p;
+    c.p_value = cuts[i].p;
     c.steps_before = static_cast<std::int64_t>(before.size());
     c.steps_after = static_cast<std::int64_t>(after.size());
     // What changed at the same point: the phase whose median grew most.
     double grew = 0;
     for (Phase ph : kAllPhases) {
       std::vector<double> pb, pa;
-      for (std::size_t i = lo; i < x.size(); ++i)
-        (i < cut ? pb : pa).push_back(s.points[i].phase_ms[static_cast<std::size_t>(ph)]);
+      for (std::size_t k = lo; k < hi; ++k)
+        (k < cut ? pb : pa).push_back(s.points[k].phase_ms[static_cast<std::size_t>(ph)]);
       const double mb = median(pb), ma = median(pa);
       if (ma - mb > grew) {
         grew = ma - mb;
@@ -119,9 +147,9 @@ std::optional<StepChange> find_step_change(const StepSeries& s) {
         c.phase_after_ms = ma;
       }
     }
-    return c;
+    best = std::move(c);
   }
-  return std::nullopt;
+  return best;
 }
 
 std::optional<MemoryCreep> find_memory_creep(const StepSeries& s) {
