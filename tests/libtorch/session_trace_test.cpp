@@ -146,5 +146,43 @@ TEST_F(SessionTest, NoProgressLineWhenStderrIsNotATerminal) {
   EXPECT_EQ(err.find("fathom  epoch"), std::string::npos) << err;
 }
 
+// On a GPU the trace also holds CUPTI's kernels and copies, one process per device and one track
+// per stream, on the same clock as the host's scopes.
+TEST_F(SessionTest, TraceFileHoldsTheKernelsOnTheirStreamsGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+  ASSERT_EQ(fs::make_directories(dir()), "");
+  const std::string trace = dir() + "/gpu.trace.json";
+  {
+    Session session(Options().report_dir(dir()).print_report(false).trace_file(trace));
+    torch::nn::Linear model(256, 256);
+    model->to(torch::kCUDA);
+    auto e = session.epoch();
+    for (int i = 0; i < 3; ++i) {
+      auto step = e.step(64);
+      auto x = step.to_device(torch::randn({64, 256}), torch::kCUDA);
+      torch::Tensor loss;
+      {
+        auto f = step.forward();
+        loss = model->forward(x).sum();
+      }
+      {
+        auto b = step.backward();
+        loss.backward();
+      }
+    }
+  }
+  const auto c = test::check_trace_events(read(trace));
+  ASSERT_TRUE(c.problems.empty()) << c.problems.front();
+  std::size_t kernels = 0, copies = 0;
+  for (const auto& e : c.events) {
+    if (e.value("cat", "") != "gpu") continue;
+    EXPECT_GE(e["pid"].get<int>(), 2);
+    const std::string name = e["name"];
+    (name.rfind("Memcpy", 0) == 0 ? copies : kernels) += 1;
+  }
+  EXPECT_GT(kernels, 3u);
+  EXPECT_GE(copies, 3u);  // the inputs, host to device
+}
+
 }  // namespace
 }  // namespace fathom
