@@ -38,8 +38,11 @@ T parse_name(const std::string& value, const char* what, std::string_view (*name
 Options make_options(std::optional<std::string> report_dir, std::optional<std::string> run_name,
                      std::optional<std::string> mode, std::optional<std::string> nvtx,
                      std::optional<bool> record_shapes, std::optional<bool> cupti,
-                     std::optional<bool> print_report, std::optional<bool> count_flops) {
+                     std::optional<bool> print_report, std::optional<bool> count_flops,
+                     std::optional<std::string> print) {
   Options o;
+  // The fixes in the report are written for this loop's language.
+  o.loop_language(LoopLanguage::Python);
   if (report_dir) o.report_dir(*report_dir);
   if (run_name) o.run_name(*run_name);
   if (mode)
@@ -53,6 +56,9 @@ Options make_options(std::optional<std::string> report_dir, std::optional<std::s
   if (cupti) o.cupti(*cupti);
   if (print_report) o.print_report(*print_report);
   if (count_flops) o.count_flops(*count_flops);
+  if (print)
+    o.print(
+        parse_name<Print>(*print, "print", &print_name, {Print::Summary, Print::Full, Print::Off}));
   return o;
 }
 
@@ -397,18 +403,20 @@ PYBIND11_MODULE(_C, m) {
           "a step of this epoch; samples: the batch size, for throughput");
 
   py::class_<PySession>(m, "Session")
-      .def(
-          py::init([](std::optional<std::string> report_dir, std::optional<std::string> run_name,
-                      std::optional<std::string> mode, std::optional<std::string> nvtx,
-                      std::optional<bool> record_shapes, std::optional<bool> cupti,
-                      std::optional<bool> print_report, std::optional<bool> count_flops) {
-            return std::make_unique<PySession>(make_options(
-                report_dir, run_name, mode, nvtx, record_shapes, cupti, print_report, count_flops));
-          }),
-          py::arg("report_dir") = py::none(), py::arg("run_name") = py::none(),
-          py::arg("mode") = py::none(), py::arg("nvtx") = py::none(),
-          py::arg("record_shapes") = py::none(), py::arg("cupti") = py::none(),
-          py::arg("print_report") = py::none(), py::arg("count_flops") = py::none())
+      .def(py::init([](std::optional<std::string> report_dir, std::optional<std::string> run_name,
+                       std::optional<std::string> mode, std::optional<std::string> nvtx,
+                       std::optional<bool> record_shapes, std::optional<bool> cupti,
+                       std::optional<bool> print_report, std::optional<bool> count_flops,
+                       std::optional<std::string> print) {
+             return std::make_unique<PySession>(make_options(report_dir, run_name, mode, nvtx,
+                                                             record_shapes, cupti, print_report,
+                                                             count_flops, print));
+           }),
+           py::arg("report_dir") = py::none(), py::arg("run_name") = py::none(),
+           py::arg("mode") = py::none(), py::arg("nvtx") = py::none(),
+           py::arg("record_shapes") = py::none(), py::arg("cupti") = py::none(),
+           py::arg("print_report") = py::none(), py::arg("count_flops") = py::none(),
+           py::arg("print") = py::none())
       .def(
           "epoch", [](PySession& s) { return PyEpoch(&s); }, py::keep_alive<0, 1>())
       .def("close", &PySession::close)

@@ -31,6 +31,13 @@ constexpr Choices<NvtxLevel, 4> kNvtxLevels{{{"off", NvtxLevel::Off},
                                              {"phases", NvtxLevel::Phases},
                                              {"modules", NvtxLevel::Modules},
                                              {"ops", NvtxLevel::Ops}}};
+// "on" is the default (older FATHOM_PRINT=on|off).
+constexpr Choices<Print, 4> kPrints{{{"summary", Print::Summary},
+                                     {"full", Print::Full},
+                                     {"off", Print::Off},
+                                     {"on", Print::Summary}}};
+constexpr Choices<LoopLanguage, 2> kLanguages{
+    {{"c++", LoopLanguage::Cpp}, {"python", LoopLanguage::Python}}};
 constexpr Choices<bool, 8> kSwitches{{{"on", true},
                                       {"off", false},
                                       {"1", true},
@@ -133,6 +140,8 @@ void check_activity_path(const std::string& path, std::string_view source) {
 
 std::string_view mode_name(Mode m) noexcept { return name_of(m, kModes); }
 std::string_view nvtx_level_name(NvtxLevel l) noexcept { return name_of(l, kNvtxLevels); }
+std::string_view print_name(Print p) noexcept { return name_of(p, kPrints); }
+std::string_view loop_language_name(LoopLanguage l) noexcept { return name_of(l, kLanguages); }
 
 Options Options::with_env() const {
   check_unknown_variables();
@@ -145,8 +154,7 @@ Options Options::with_env() const {
     o.autograd_hook_ = parse_choice("FATHOM_AUTOGRAD_HOOK", v, kSwitches);
   if (const char* v = get("FATHOM_COUNT_FLOPS"))
     o.count_flops_ = parse_choice("FATHOM_COUNT_FLOPS", v, kSwitches);
-  if (const char* v = get("FATHOM_PRINT"))
-    o.print_report_ = parse_choice("FATHOM_PRINT", v, kSwitches);
+  if (const char* v = get("FATHOM_PRINT")) o.print_ = parse_choice("FATHOM_PRINT", v, kPrints);
   if (const char* v = get("FATHOM_CHECKPOINT_BUDGET"))
     o.checkpoint_budget_ = parse_memory_budget(v, "FATHOM_CHECKPOINT_BUDGET");
   if (const char* v = get("FATHOM_RECORD_SHAPES"))
