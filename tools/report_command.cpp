@@ -32,6 +32,9 @@ int run_report(const ReportArgs& a) {
     return 0;
   }
   if (r.epochs.empty()) {
+    // Asked for an epoch that is not there: bad input, exit 2, as for one past the last.
+    if (a.epoch >= 0)
+      throw Error(fmt::format("{} has no epoch {}; it holds no ended epoch", a.path, a.epoch));
     std::cout << "fathom: " << a.path << " holds no ended epoch\n";
     return 0;
   }

@@ -51,17 +51,19 @@ class Session:
     count_flops: count the FLOPs of the first steps of each epoch (the report's "flops").
     trace_file: also write a Chrome / Perfetto trace of the run there (.json or .json.gz), for
     ui.perfetto.dev; FATHOM_TRACE. progress: auto | on | off, the live line on standard error
-    (auto: when it is a terminal); FATHOM_PROGRESS.
+    (auto: when it is a terminal); FATHOM_PROGRESS. print: summary | full | off, what is printed
+    on standard error at each epoch end (summary: a few lines, and the full report at the end);
+    FATHOM_PRINT.
     """
 
     def __init__(self, report_dir=None, run_name=None, mode=None, nvtx=None, record_shapes=None,
                  cupti=None, print_report=None, count_flops=None, trace_file=None,
-                 progress=None):
+                 progress=None, print=None):
         self._c = _C.Session(report_dir=None if report_dir is None else str(report_dir),
                              run_name=run_name, mode=mode, nvtx=nvtx, record_shapes=record_shapes,
                              cupti=cupti, print_report=print_report, count_flops=count_flops,
                              trace_file=None if trace_file is None else str(trace_file),
-                             progress=progress)
+                             progress=progress, print=print)
         self._hooks = []
 
     # -- the loop ------------------------------------------------------------------------------

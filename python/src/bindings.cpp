@@ -39,8 +39,11 @@ Options make_options(std::optional<std::string> report_dir, std::optional<std::s
                      std::optional<std::string> mode, std::optional<std::string> nvtx,
                      std::optional<bool> record_shapes, std::optional<bool> cupti,
                      std::optional<bool> print_report, std::optional<bool> count_flops,
-                     std::optional<std::string> trace_file, std::optional<std::string> progress) {
+                     std::optional<std::string> trace_file, std::optional<std::string> progress,
+                     std::optional<std::string> print) {
   Options o;
+  // The fixes in the report are written for this loop's language.
+  o.loop_language(LoopLanguage::Python);
   if (report_dir) o.report_dir(*report_dir);
   if (run_name) o.run_name(*run_name);
   if (mode)
@@ -58,6 +61,9 @@ Options make_options(std::optional<std::string> report_dir, std::optional<std::s
   if (progress)
     o.progress(parse_name<Progress>(*progress, "progress", &progress_name,
                                     {Progress::Auto, Progress::On, Progress::Off}));
+  if (print)
+    o.print(
+        parse_name<Print>(*print, "print", &print_name, {Print::Summary, Print::Full, Print::Off}));
   return o;
 }
 
@@ -406,16 +412,18 @@ PYBIND11_MODULE(_C, m) {
                        std::optional<std::string> mode, std::optional<std::string> nvtx,
                        std::optional<bool> record_shapes, std::optional<bool> cupti,
                        std::optional<bool> print_report, std::optional<bool> count_flops,
-                       std::optional<std::string> trace_file, std::optional<std::string> progress) {
-             return std::make_unique<PySession>(make_options(report_dir, run_name, mode, nvtx,
-                                                             record_shapes, cupti, print_report,
-                                                             count_flops, trace_file, progress));
+                       std::optional<std::string> trace_file, std::optional<std::string> progress,
+                       std::optional<std::string> print) {
+             return std::make_unique<PySession>(
+                 make_options(report_dir, run_name, mode, nvtx, record_shapes, cupti, print_report,
+                              count_flops, trace_file, progress, print));
            }),
            py::arg("report_dir") = py::none(), py::arg("run_name") = py::none(),
            py::arg("mode") = py::none(), py::arg("nvtx") = py::none(),
            py::arg("record_shapes") = py::none(), py::arg("cupti") = py::none(),
            py::arg("print_report") = py::none(), py::arg("count_flops") = py::none(),
-           py::arg("trace_file") = py::none(), py::arg("progress") = py::none())
+           py::arg("trace_file") = py::none(), py::arg("progress") = py::none(),
+           py::arg("print") = py::none())
       .def(
           "epoch", [](PySession& s) { return PyEpoch(&s); }, py::keep_alive<0, 1>())
       .def("close", &PySession::close)

@@ -182,6 +182,12 @@ TEST_F(SessionTest, AutoAppliesThePlanAndTheSavedBytesDropAsPredicted) {
   for (const CheckpointSegment& s : p.segments) planned += s.end - s.begin;
   EXPECT_EQ(checkpointed, planned);
   EXPECT_GT(planned, 0);
+  // The footprint (and the hardware fit's "as run" row) holds the activations as run, under the
+  // plan, not the ones the chain would keep unchecked (issue 16).
+  ASSERT_TRUE(e.footprint.has_value());
+  EXPECT_TRUE(e.footprint->checkpointing);
+  EXPECT_EQ(e.footprint->activation_bytes, p.predicted_stored_bytes);
+  EXPECT_LT(e.footprint->activation_bytes, p.unconstrained_peak_bytes);
   // The next epoch keeps the plan.
   train(session, model, 1);
   ASSERT_TRUE(session.report().epochs.at(1).modules.has_value());

@@ -220,7 +220,7 @@ TEST_F(SessionTest, WarningsGoWhereTheOptionsSay) {
 // A report that could not be written is not named as if it were (issue 17: "report: PATH" was
 // printed for a file that did not exist). Fails on the code before.
 TEST_F(SessionTest, TheSummaryNamesOnlyAReportThatWasWritten) {
-  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
   {
     Session session(Options().report_dir(dir()).run_name("lost").warnings([](std::string_view) {}));
     fs::remove_tree(dir());
@@ -228,7 +228,7 @@ TEST_F(SessionTest, TheSummaryNamesOnlyAReportThatWasWritten) {
     auto model = tiny_model();
     train(session, model, 1);
   }
-  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(out.find("report: " + dir()), std::string::npos) << out;
   EXPECT_NE(out.find("report: not written"), std::string::npos) << out;
   ::unlink(dir().c_str());

@@ -22,13 +22,26 @@ enum class NvtxLevel { Off, Phases, Modules, Ops };
 // log file or a pipe gets none).
 enum class Progress { Auto, On, Off };
 
+// What fathom prints while the run goes. Summary: a few lines at each epoch end (step time,
+// throughput, the top findings, where the report is), and the full report once, when the session
+// ends. Full: the full report at each epoch end. Off: nothing (the report files are written all
+// the same). FATHOM_PRINT=summary|full|off.
+enum class Print { Off, Summary, Full };
+// The language of the training loop: the advisor writes its fixes in it. The Python bindings set
+// Python; C++ programs keep the default.
+enum class LoopLanguage { Cpp, Python };
+
 // Receives each of fathom's warnings (one line, without a "fathom: " prefix). fathom says a
 // warning kind at most a few times and then counts it; a handler must not block for long.
 using WarningHandler = std::function<void(std::string_view message)>;
+// Receives the text fathom prints (whole lines, each block ending in a newline).
+using PrintHandler = std::function<void(std::string_view text)>;
 
 std::string_view mode_name(Mode m) noexcept;
 std::string_view nvtx_level_name(NvtxLevel l) noexcept;
 std::string_view progress_name(Progress p) noexcept;
+std::string_view print_name(Print p) noexcept;
+std::string_view loop_language_name(LoopLanguage l) noexcept;
 
 class Options {
  public:
@@ -124,12 +137,33 @@ class Options {
   }
   Progress progress() const noexcept { return progress_; }
 
-  // Print the terminal report at each epoch end.
-  Options& print_report(bool v) {
-    print_report_ = v;
+  // What to print (see Print); the default is Summary.
+  Options& print(Print v) {
+    print_ = v;
     return *this;
   }
-  bool print_report() const noexcept { return print_report_; }
+  Print print() const noexcept { return print_; }
+  // The older switch: true is Print::Summary, false Print::Off.
+  Options& print_report(bool v) {
+    print_ = v ? Print::Summary : Print::Off;
+    return *this;
+  }
+  bool print_report() const noexcept { return print_ != Print::Off; }
+
+  // Where the printed text goes. Unset: standard error, so that it never lands inside the
+  // program's own output (a progress line on stdout, a pipe into another tool).
+  Options& print_to(PrintHandler v) {
+    print_to_ = std::move(v);
+    return *this;
+  }
+  const PrintHandler& print_to() const noexcept { return print_to_; }
+
+  // The language the fixes are written in (see LoopLanguage).
+  Options& loop_language(LoopLanguage v) {
+    loop_language_ = v;
+    return *this;
+  }
+  LoopLanguage loop_language() const noexcept { return loop_language_; }
 
   // The memory a step may use before fathom checkpoints activations: bytes, or a fraction of the
   // device memory (on CPU, which has none, a fraction of the activation memory measured without
@@ -167,7 +201,9 @@ class Options {
   std::string record_activity_;
   std::string trace_file_;
   Progress progress_ = Progress::Auto;
-  bool print_report_ = true;
+  Print print_ = Print::Summary;
+  PrintHandler print_to_;
+  LoopLanguage loop_language_ = LoopLanguage::Cpp;
   std::optional<MemoryBudget> checkpoint_budget_;
   WarningHandler warnings_;
 };

@@ -33,6 +33,8 @@ struct Environment {
   std::string started_at;  // ISO 8601, UTC
   std::string mode;
   std::string nvtx;
+  // The training loop's language, "c++" or "python": the fixes are written in it.
+  std::string language = "c++";
   std::vector<Unmeasured> not_measured;
 };
 
@@ -106,6 +108,13 @@ struct EpochSummary {
     return wall_ms > 0 ? samples / (wall_ms / 1000.0) : 0.0;
   }
   const PhaseSummary& phase(Phase p) const noexcept { return phases[static_cast<std::size_t>(p)]; }
+  // The time every phase share is a share of (phase_shares.cpp): the steps, plus the gaps between
+  // them when the data phase is that inferred gap. Explicit data scopes run inside a step and
+  // count in it once. The phase shares and outside_phases_share() add up to 1.
+  double cycle_ms_total() const noexcept;
+  double phase_share(Phase p) const noexcept;
+  // Step time inside no phase scope, as a share of cycle_ms_total().
+  double outside_phases_share() const noexcept;
 };
 
 struct RunReport {

@@ -46,6 +46,16 @@ int rank(Severity s) { return s == Severity::Critical ? 0 : s == Severity::Warni
 
 }  // namespace
 
+void order_findings(std::vector<Finding>& findings) {
+  for (Finding& f : findings)
+    if (f.applied) f.severity = Severity::Info;
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.applied != b.applied) return !a.applied;
+    if (rank(a.severity) != rank(b.severity)) return rank(a.severity) < rank(b.severity);
+    return a.gain_fraction.value_or(0) > b.gain_fraction.value_or(0);
+  });
+}
+
 std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env,
                             std::vector<Unmeasured>& not_measured) {
   std::vector<Finding> out;
@@ -63,10 +73,8 @@ std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env,
   advice::memory_creep(epoch, out);
   advice::low_utilization(epoch, out);
   advice::checkpoint_plans(epoch, out);
-  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
-    if (rank(a.severity) != rank(b.severity)) return rank(a.severity) < rank(b.severity);
-    return a.gain_fraction.value_or(0) > b.gain_fraction.value_or(0);
-  });
+  if (env.language == "python") advice::write_fixes_in_python(out);
+  order_findings(out);
   return out;
 }
 

@@ -51,7 +51,13 @@ inline constexpr std::string_view kRankCommunicationExposed = "distributed.commu
 inline constexpr std::string_view kRanksMissing = "distributed.missing_ranks";
 }  // namespace finding_id
 
-// Findings for one epoch, most severe first, then largest estimated gain. What a rule could not
+// The report's order: what is left to do before what fathom applied itself, then the most severe,
+// then the largest estimated gain. A fix fathom applied is no longer a problem: its severity is
+// info (the finding says what fathom did), whatever the rule rated the problem it fixed.
+void order_findings(std::vector<Finding>& findings);
+
+// Findings for one epoch in order_findings' order, each fix written in env.language (C++ or
+// Python, python_fixes.cpp). What a rule could not
 // measure is appended to not_measured, each entry once (it may be env.not_measured: the rules
 // read only env's device facts).
 std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env,

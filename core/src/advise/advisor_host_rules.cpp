@@ -9,9 +9,10 @@ namespace fathom::advice {
 // Data loading: the gap between steps (or explicit data scopes) against the step time.
 void data_wait(const EpochSummary& e, std::vector<Finding>& out) {
   const PhaseSummary& data = e.phase(Phase::Data);
-  const double busy = e.step_ms_total + data.wall_ms_total;
-  if (data.count == 0 || busy <= 0) return;
-  const double share = data.wall_ms_total / busy;
+  if (data.count == 0 || e.cycle_ms_total() <= 0) return;
+  // The phase table's share (EpochSummary::cycle_ms_total): explicit data scopes run inside the
+  // steps and are not added to them a second time.
+  const double share = e.phase_share(Phase::Data);
   if (share <= thresholds::kDataShareOfStep) return;
   Finding f =
       make_finding(finding_id::kDataLoaderBound,
@@ -24,10 +25,14 @@ void data_wait(const EpochSummary& e, std::vector<Finding>& out) {
   f.why = "While the loader prepares the next batch the device has nothing to do.";
   f.estimated_gain = fmt::format("up to {} of step time", percent(share));
   f.gain_fraction = share;
+  // fathom does not see where batches come from: the fix covers a loader and a loop's own code
+  // (issue 16: a loop without a DataLoader was told to raise its workers).
   f.fix =
-      "// load batches in parallel and keep more of them in flight (prefetch)\n"
+      "// load the next batch while this step computes; with a torch::data loader:\n"
       "auto loader = torch::data::make_data_loader(std::move(dataset),\n"
-      "    torch::data::DataLoaderOptions().batch_size(bs).workers(8).max_jobs(16));";
+      "    torch::data::DataLoaderOptions().batch_size(bs).workers(8).max_jobs(16));\n"
+      "// batches your own code makes: make the next one ahead, on another thread\n"
+      "auto next = std::async(std::launch::async, make_batch, i + 1);  // .get() next step";
   out.push_back(std::move(f));
 }
 
@@ -83,12 +88,9 @@ void host_copies(const EpochSummary& e, std::vector<Finding>& out) {
 }
 
 void unaccounted(const EpochSummary& e, std::vector<Finding>& out) {
-  double in_phases = 0;
-  for (const PhaseSummary& p : e.phases) {
-    if (p.phase != Phase::Data || !p.inferred) in_phases += p.wall_ms_total;
-  }
   if (e.step_ms_total <= 0) return;
-  const double share = std::max(0.0, (e.step_ms_total - in_phases) / e.step_ms_total);
+  // The phase table's "other" row.
+  const double share = e.outside_phases_share();
   if (share <= thresholds::kUnaccountedShareOfStep) return;
   Finding f = make_finding(finding_id::kScopesUnaccounted, Severity::Info,
                            "Part of each step runs outside any phase scope");

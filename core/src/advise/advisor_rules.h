@@ -85,4 +85,7 @@ void memory_creep(const EpochSummary& e, std::vector<Finding>& out);
 // Throughput rules (advisor_throughput_rules.cpp): a low MFU linked to the timeline's causes.
 void low_utilization(const EpochSummary& e, std::vector<Finding>& out);
 
+// The fixes of a Python loop's findings in Python (python_fixes.cpp): the rules write C++.
+void write_fixes_in_python(std::vector<Finding>& findings);
+
 }  // namespace fathom::advice

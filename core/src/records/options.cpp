@@ -33,6 +33,13 @@ constexpr Choices<NvtxLevel, 4> kNvtxLevels{{{"off", NvtxLevel::Off},
                                              {"ops", NvtxLevel::Ops}}};
 constexpr Choices<Progress, 3> kProgress{
     {{"auto", Progress::Auto}, {"on", Progress::On}, {"off", Progress::Off}}};
+// "on" is the default (older FATHOM_PRINT=on|off).
+constexpr Choices<Print, 4> kPrints{{{"summary", Print::Summary},
+                                     {"full", Print::Full},
+                                     {"off", Print::Off},
+                                     {"on", Print::Summary}}};
+constexpr Choices<LoopLanguage, 2> kLanguages{
+    {{"c++", LoopLanguage::Cpp}, {"python", LoopLanguage::Python}}};
 constexpr Choices<bool, 8> kSwitches{{{"on", true},
                                       {"off", false},
                                       {"1", true},
@@ -137,6 +144,8 @@ void check_output_path(const std::string& path, std::string_view source, std::st
 std::string_view mode_name(Mode m) noexcept { return name_of(m, kModes); }
 std::string_view nvtx_level_name(NvtxLevel l) noexcept { return name_of(l, kNvtxLevels); }
 std::string_view progress_name(Progress p) noexcept { return name_of(p, kProgress); }
+std::string_view print_name(Print p) noexcept { return name_of(p, kPrints); }
+std::string_view loop_language_name(LoopLanguage l) noexcept { return name_of(l, kLanguages); }
 
 Options Options::with_env() const {
   check_unknown_variables();
@@ -149,8 +158,7 @@ Options Options::with_env() const {
     o.autograd_hook_ = parse_choice("FATHOM_AUTOGRAD_HOOK", v, kSwitches);
   if (const char* v = get("FATHOM_COUNT_FLOPS"))
     o.count_flops_ = parse_choice("FATHOM_COUNT_FLOPS", v, kSwitches);
-  if (const char* v = get("FATHOM_PRINT"))
-    o.print_report_ = parse_choice("FATHOM_PRINT", v, kSwitches);
+  if (const char* v = get("FATHOM_PRINT")) o.print_ = parse_choice("FATHOM_PRINT", v, kPrints);
   if (const char* v = get("FATHOM_CHECKPOINT_BUDGET"))
     o.checkpoint_budget_ = parse_memory_budget(v, "FATHOM_CHECKPOINT_BUDGET");
   if (const char* v = get("FATHOM_RECORD_SHAPES"))

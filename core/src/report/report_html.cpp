@@ -135,10 +135,12 @@ std::string findings_html(const EpochSummary& e) {
   std::string out;
   for (const Finding& f : e.findings) {
     const std::string sev(severity_name(f.severity));
+    // A fix fathom applied is badged so, not with the severity of the problem it fixed.
+    const std::string badge = f.applied ? "applied" : sev;
     fmt::format_to(std::back_inserter(out),
                    "<section class=\"finding {}\"><h4><span class=\"badge\">{}</span>{} <span "
                    "class=\"id\">{}</span>{}</h4>",
-                   sev, sev, escape(f.title), escape(f.id),
+                   sev, badge, escape(f.title), escape(f.id),
                    f.applied ? "<span class=\"applied\">applied by fathom</span>" : "");
     if (!f.evidence.empty()) {
       out += "<table class=\"kv\"><tbody>";

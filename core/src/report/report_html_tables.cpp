@@ -19,21 +19,25 @@ using html::escape;
 
 std::string phase_table(const EpochSummary& e) {
   std::string out;
-  table_head(out, {"phase", "count", "ms per step", "share of step", "device ms per step",
-                   "peak allocated", "peak reserved", "RSS max"});
+  table_head(out, {"phase", "count", "ms per step", "share", "device ms per step", "peak allocated",
+                   "peak reserved", "RSS max"});
   for (const PhaseSummary& p : e.phases) {
     if (p.count == 0) continue;
     const double per_step = e.steps ? p.wall_ms_total / e.steps : 0;
-    const double step = e.step_ms_mean();
     row(out,
         {escape(std::string(phase_name(p.phase)) + (p.inferred ? " (gap between steps)" : "")),
          fmt::format("{}", p.count), fmt::format("{:.2f}", per_step),
-         step > 0 ? pct(per_step / step) : "-",
+         e.cycle_ms_total() > 0 ? pct(e.phase_share(p.phase)) : "-",
          p.device_ms_total && e.steps ? fmt::format("{:.2f}", *p.device_ms_total / e.steps) : "-",
          p.device_memory ? bytes_text(p.device_memory->peak_allocated_bytes) : "-",
          p.device_memory ? bytes_text(p.device_memory->peak_reserved_bytes) : "-",
          p.rss_bytes_max ? bytes_text(*p.rss_bytes_max) : "-"});
   }
+  // The step time in no phase scope: with it the shares add up (EpochSummary::cycle_ms_total).
+  if (e.cycle_ms_total() > 0 && e.steps > 0)
+    row(out, {"other (outside phase scopes)", "-",
+              fmt::format("{:.2f}", e.outside_phases_share() * e.cycle_ms_total() / e.steps),
+              pct(e.outside_phases_share()), "-", "-", "-", "-"});
   return out + "</tbody></table>";
 }
 

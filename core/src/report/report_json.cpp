@@ -57,6 +57,7 @@ json environment_json(const Environment& e) {
           {"started_at", e.started_at},
           {"mode", e.mode},
           {"nvtx", e.nvtx},
+          {"language", e.language},
           {"not_measured", not_measured}};
 }
 
@@ -360,6 +361,8 @@ RunReport parse_json_report(const std::string& text, const std::string& source_n
     env.started_at = ej.at("started_at").get<std::string>();
     env.mode = ej.at("mode").get<std::string>();
     env.nvtx = ej.at("nvtx").get<std::string>();
+    // Reports written before the field: C++ loops.
+    env.language = ej.value("language", std::string("c++"));
     for (const json& u : ej.at("not_measured")) env.not_measured.push_back(unmeasured_from(u));
     // The place of a problem: which epoch (nlohmann's messages name the type, not the path).
     const json& epochs = j.at("epochs");

@@ -19,8 +19,9 @@ using detail::bytes_text;
 
 constexpr const char* kDash = "-";
 
+// Shares of the same time (EpochSummary::cycle_ms_total), so that with "other" they add up.
 void phase_table(std::string& out, const EpochSummary& e) {
-  const double step_ms = e.step_ms_mean();
+  const bool have_cycle = e.cycle_ms_total() > 0;
   fmt::format_to(std::back_inserter(out),
                  "  {:<10} {:>6} {:>10} {:>7} {:>10} {:>11} {:>11} {:>10}\n", "phase", "count",
                  "ms/step", "share", "device ms", "peak alloc", "peak resv", "rss max");
@@ -30,7 +31,7 @@ void phase_table(std::string& out, const EpochSummary& e) {
     any_inferred = any_inferred || p.inferred;
     const double per_step = e.steps ? p.wall_ms_total / e.steps : 0.0;
     const std::string share =
-        step_ms > 0 ? fmt::format("{:.1f}%", 100.0 * per_step / step_ms) : kDash;
+        have_cycle ? fmt::format("{:.1f}%", 100.0 * e.phase_share(p.phase)) : kDash;
     const std::string device =
         p.device_ms_total
             ? fmt::format("{:.2f}", *p.device_ms_total / std::max<std::int64_t>(e.steps, 1))
@@ -45,6 +46,11 @@ void phase_table(std::string& out, const EpochSummary& e) {
     fmt::format_to(std::back_inserter(out),
                    "  {:<10} {:>6} {:>10.2f} {:>7} {:>10} {:>11} {:>11} {:>10}\n", name, p.count,
                    per_step, share, device, alloc, resv, rss);
+  }
+  if (have_cycle && e.steps > 0) {
+    const double other = e.outside_phases_share();
+    fmt::format_to(std::back_inserter(out), "  {:<10} {:>6} {:>10.2f} {:>7}\n", "other", kDash,
+                   other * e.cycle_ms_total() / e.steps, fmt::format("{:.1f}%", 100.0 * other));
   }
   if (any_inferred)
     out += "  * data: the time between one step's end and the next step's start (the loader)\n";
@@ -73,6 +79,11 @@ void gpu_section(std::string& out, const EpochSummary& e) {
   out += format_gpu_summary_text(*e.gpu);
 }
 
+// A fix fathom applied is labelled so, not with the severity of the problem it fixed.
+std::string label(const Finding& f) {
+  return fmt::format("[{}]", f.applied ? "applied" : severity_name(f.severity));
+}
+
 // The three findings that matter most, one line each, before any table.
 void top_findings(std::string& out, const EpochSummary& e) {
   section(out, "top findings");
@@ -83,9 +94,8 @@ void top_findings(std::string& out, const EpochSummary& e) {
   const std::size_t n = std::min<std::size_t>(3, e.findings.size());
   for (std::size_t k = 0; k < n; ++k) {
     const Finding& f = e.findings[k];
-    fmt::format_to(std::back_inserter(out), "  {}. {:<10} {}{}\n", k + 1,
-                   fmt::format("[{}]", severity_name(f.severity)), f.title,
-                   f.estimated_gain.empty() ? "" : " -> " + f.estimated_gain);
+    fmt::format_to(std::back_inserter(out), "  {}. {:<10} {}{}\n", k + 1, label(f), f.title,
+                   f.estimated_gain.empty() || f.applied ? "" : " -> " + f.estimated_gain);
   }
   if (e.findings.size() > n)
     fmt::format_to(std::back_inserter(out), "  ... {} more below\n", e.findings.size() - n);
@@ -253,8 +263,7 @@ void findings(std::string& out, const EpochSummary& e) {
   if (e.findings.empty()) return;
   section(out, fmt::format("findings ({})", e.findings.size()));
   for (const Finding& f : e.findings) {
-    fmt::format_to(std::back_inserter(out), "  [{}] {}{}  ({})\n", severity_name(f.severity),
-                   f.title, f.applied ? " (applied by fathom)" : "", f.id);
+    fmt::format_to(std::back_inserter(out), "  {} {}  ({})\n", label(f), f.title, f.id);
     std::size_t width = 0;
     for (const Evidence& ev : f.evidence) width = std::max(width, ev.name.size());
     for (const Evidence& ev : f.evidence)

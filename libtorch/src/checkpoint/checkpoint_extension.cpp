@@ -12,17 +12,11 @@
 #include "advise/advisor.h"
 #include "measure/saved_tensor_meter.h"
 #include "records/warning_sink.h"
+#include "session/module_type_name.h"
 #include "session/session_state.h"
 
 namespace fathom::detail {
 namespace {
-
-// "torch::nn::Conv2dImpl" -> "Conv2d"
-std::string short_type(const std::string& name) {
-  std::string s = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
-  if (s.size() > 4 && s.compare(s.size() - 4, 4, "Impl") == 0) s.resize(s.size() - 4);
-  return s;
-}
 
 constexpr auto kAggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
 
@@ -57,15 +51,15 @@ CheckpointExtension* CheckpointExtension::active() noexcept {
 }
 
 void CheckpointExtension::watch(const torch::nn::Module& model) {
-  names_[&model] = short_type(model.name());
+  names_[&model] = short_type_name(model.name());
   for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false))
-    names_[item.value().get()] = item.key() + " (" + short_type(item.value()->name()) + ")";
+    names_[item.value().get()] = item.key() + " (" + short_type_name(item.value()->name()) + ")";
 }
 
 std::string CheckpointExtension::label_of(const torch::nn::Module& module,
                                           int index_in_parent) const {
   if (auto it = names_.find(&module); it != names_.end()) return it->second;
-  const std::string type = short_type(module.name());
+  const std::string type = short_type_name(module.name());
   return index_in_parent >= 0 ? std::to_string(index_in_parent) + " (" + type + ")" : type;
 }
 
@@ -260,11 +254,13 @@ void CheckpointExtension::on_footprint(FootprintParts& parts, Environment&) noex
     bool checkpointing = false;
     for (const Chain& c : chains_) {
       if (!c.seen_this_epoch) continue;
+      // As run: a chain Auto checkpoints keeps only its segments' inputs (the plan in force), not
+      // what it would keep unchecked (issue 16: the "as run" fit ignored the checkpointing).
       if (c.measured) {
-        activation_bytes += evaluate_plan(chain_blocks(c), {}).stored_bytes;
+        activation_bytes += evaluate_plan(chain_blocks(c), c.applied).stored_bytes;
         blocks += c.size;
       }
-      checkpointing = checkpointing || (c.plan && c.plan->applied);
+      checkpointing = checkpointing || !c.applied.empty();
     }
     ActivationBytes a;
     a.saved_bytes = activation_bytes;

@@ -142,9 +142,11 @@ class DistributedExtension final : public SessionExtension {
     }
     if (state_.options().print_report()) {
       const std::string text = format_job_terminal(job_);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fprintf(stdout, "  job report: %s\n\n", job_path_.c_str());
+      // Standard error, as the session's own report (report_printer.cpp).
       std::fflush(stdout);
+      std::fwrite(text.data(), 1, text.size(), stderr);
+      std::fprintf(stderr, "  job report: %s\n\n", job_path_.c_str());
+      std::fflush(stderr);
     }
   }
 

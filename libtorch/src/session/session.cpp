@@ -22,6 +22,7 @@
 #include "records/atomic_file.h"
 #include "records/warning_sink.h"
 #include "session/copy_record.h"
+#include "session/module_type_name.h"
 #include "session/progress_extension.h"
 #include "session/session_state.h"
 #include "session/trace_extension.h"
@@ -212,12 +213,7 @@ std::string Session::report_path() const { return state_ ? state_->report_path()
 
 namespace {
 
-// "torch::nn::Conv2dImpl" -> "Conv2d"
-std::string short_type(const std::string& name) {
-  std::string s = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
-  if (s.size() > 4 && s.compare(s.size() - 4, 4, "Impl") == 0) s.resize(s.size() - 4);
-  return s;
-}
+std::string short_type(const std::string& name) { return detail::short_type_name(name); }
 
 }  // namespace
 

@@ -79,6 +79,7 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device,
                            std::unique_ptr<AllocatorAccess> allocator)
     : warnings_(options.warnings()),
       options_(std::move(options)),
+      printer_(options_),
       device_(device, std::move(allocator)) {
   report_.run_name = options_.run_name().empty() ? default_run_name() : options_.run_name();
   report_path_ = options_.report_dir() + "/" + report_.run_name + ".json";
@@ -90,6 +91,7 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device,
   env.started_at = utc_timestamp_iso8601();
   env.mode = std::string(mode_name(options_.mode()));
   env.nvtx = std::string(nvtx_level_name(options_.nvtx()));
+  env.language = std::string(loop_language_name(options_.loop_language()));
   if (!device_.memory_not_measured().empty())
     env.not_measured.push_back({"device memory per phase (caching allocator)",
                                 device_.memory_not_measured(), UnmeasuredId::DeviceMemory});
@@ -138,7 +140,7 @@ void SessionState::claim_report_name() {
                "; this run writes ", report_path_, " instead");
 }
 
-SessionState::~SessionState() = default;
+SessionState::~SessionState() { printer_.session_ended(report_, report_path_); }
 
 void SessionState::begin_epoch() noexcept {
   forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_begin(epoch_index_); });
@@ -193,6 +195,7 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     if (summary.flops) derive_flops_throughput(*summary.flops, summary, env);
     if (options_.mode() >= Mode::Suggest) summary.findings = advise(summary, env, env.not_measured);
     forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_end(summary, env); });
+    order_findings(summary.findings);  // an extension may have added or applied one
     // Findings also land on the timeline, at the epoch's end, where Nsight Systems shows them.
     if (phase_ranges()) {
       for (const Finding& f : summary.findings)
@@ -220,20 +223,7 @@ void SessionState::write_report() noexcept {
     // training: a lost report must never stop the run.
     detail::warn(e.what());
   }
-  if (options_.print_report()) {
-    try {
-      std::string text = format_terminal_report(report_);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      // Only a file that is there: a lost report was a warning above.
-      if (written)
-        std::fprintf(stdout, "  report: %s\n\n", report_path_.c_str());
-      else
-        std::fprintf(stdout, "  report: not written (see fathom's warning)\n\n");
-      std::fflush(stdout);
-    } catch (const std::exception& e) {
-      detail::warn("terminal report failed: ", e.what());
-    }
-  }
+  printer_.epoch_ended(report_, report_path_, written);
 }
 
 void SessionState::begin_step() noexcept {

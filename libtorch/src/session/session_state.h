@@ -18,6 +18,7 @@
 #include "records/run_name.h"
 #include "records/warning_sink.h"
 #include "session/op_ranges.h"
+#include "session/report_printer.h"
 #include "session/session_extension.h"
 
 namespace fathom::detail {
@@ -105,6 +106,7 @@ class SessionState {
   // Destroyed after the last report is written (members end in reverse order).
   std::unique_ptr<RunNameLock> name_lock_;
   RunReport report_;
+  ReportPrinter printer_;
   std::string report_path_;
   RankInfo rank_;
   std::string rank_range_suffix_;  // " [rank 3]" in a distributed job
