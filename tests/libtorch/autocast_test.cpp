@@ -34,6 +34,26 @@ TEST(Autocast, MatmulLinearAndConvRunInBf16OnCpu) {
   EXPECT_EQ(linear(x).scalar_type(), torch::kFloat);
 }
 
+// Auto mode's fp32 steps after bf16 ones: bf16 state is cast up, fp32 work is unchanged.
+TEST(Autocast, Fp32AutocastCastsBf16InputsUpAndLeavesFp32BitForBit) {
+  torch::manual_seed(0);
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(8, 16).batch_first(true));
+  const auto x = torch::randn({4, 5, 8});
+  const auto h = torch::randn({1, 4, 16}), c = torch::randn({1, 4, 16});
+  const auto plain = std::get<0>(lstm->forward(x, std::make_tuple(h, c)));
+  const AutocastState saved = detail::enter_fp32_autocast(c10::DeviceType::CPU);
+  EXPECT_FALSE(autocast_enabled(c10::DeviceType::CPU));  // no 16-bit op runs under it
+  const auto same = std::get<0>(lstm->forward(x, std::make_tuple(h, c)));
+  // State a bf16 step left behind; without the cast oneDNN's fp32 LSTM rejects it.
+  const auto up = lstm->forward(x, std::make_tuple(h.to(torch::kBFloat16), c.to(torch::kBFloat16)));
+  detail::leave_autocast(c10::DeviceType::CPU, saved);
+  EXPECT_TRUE(torch::equal(plain, same));
+  EXPECT_EQ(std::get<0>(up).scalar_type(), torch::kFloat);
+  EXPECT_EQ(std::get<0>(std::get<1>(up)).scalar_type(), torch::kFloat);
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(c10::DeviceType::CPU));
+  EXPECT_EQ(nesting_depth(), 0);
+}
+
 TEST(Autocast, LossesStayFp32AndSoftmaxIsNotLowered) {
   torch::nn::Linear linear(8, 4);
   const auto x = torch::randn({4, 8});

@@ -2,15 +2,25 @@
 // When Auto mode turns mixed precision on, and when it turns it back off. Torch-free: it sees
 // only what each step produced (its loss, whether its gradients were finite, its time).
 //
-//   warming up --(warmup_steps fp32 losses)--> watching --(watch_steps within the trend,
-//   and not slower)--> enabled
-//   watching / enabled --(non-finite loss or gradients, drift beyond the fp32 trend,
-//   slower steps)--> rolled back (for good; the report says why)
+//   warming up --(warmup_steps fp32 losses)--> watching --(the watch window's rank tests find
+//   neither a drift nor slower steps)--> enabled
+//   watching / enabled --(non-finite loss or gradients, a step that failed under mixed
+//   precision)--> rolled back at once (for good; the report says why)
+//   watching --(a drift or slower steps that the window's rank tests show)--> rolled back
 //   warming up --(no loss from the loop)--> not enabled
 //
 // Step times measured minutes apart compare the load of the machine as much as the precision, so
 // during the watch every fp32_probe_every-th step runs in fp32: the speed check compares steps of
 // both precisions taken under the same conditions.
+//
+// Keep or roll back is decided over the whole watch window by one-sided Mann-Whitney rank tests
+// (analyze/rank_test.h), never by one step: the mixed-precision losses' excess over the fp32
+// trend plus `tolerance` against the fp32 losses' residuals around it (the warm-up's and the
+// probes'), and the mixed-precision step times against the fp32 step times times
+// (1 + slower_margin). Each rolls back only at p < significance. Before the window ends, a drift
+// rolls back early only when the median of the last smooth_steps losses is beyond the trend's
+// limit (tolerance plus 3 noise) and the rank test over the window so far agrees. The event's
+// detail states the medians, the margins and the p-values.
 #include <fathom/loss_trend.h>
 #include <fathom/mixed_precision.h>
 
@@ -30,10 +40,11 @@ struct AutoAmpOptions {
   int warmup_steps = 20;    // fp32 steps with a loss that set the trend
   int watch_steps = 30;     // steps watched before accepting (fp32 probes included)
   double tolerance = 0.10;  // relative rise of the loss over the fp32 trend allowed
-  int smooth_steps = 5;     // losses averaged for the drift check
+  int smooth_steps = 5;     // the early drift check's median is over this many losses
   bool rollback_if_slower = true;
-  double slower_margin = 0.05;  // slower means median step time above fp32's by this share
+  double slower_margin = 0.05;  // slower means step times above fp32's by more than this share
   int fp32_probe_every = 4;     // during the watch, every n-th step runs fp32 (0: none)
+  double significance = 0.01;   // the rank tests roll back at one-sided p below this
 };
 
 // What one finished step produced.
@@ -59,6 +70,11 @@ class AutoAmpPolicy {
   std::optional<AmpEvent> observe(const StepOutcome& s);
   // Keeps mixed precision off for good, e.g. when fp16 needs a GradScaler the loop does not use.
   AmpEvent refuse(std::int64_t step, std::string reason);
+  // A step that ran under mixed precision, or a watch's fp32 comparison step, failed (threw):
+  // mixed precision goes off for good, whatever the stage (rolled back once it had run).
+  AmpEvent fail(std::int64_t step, std::string reason);
+  // Whether the step now running is one of the watch's fp32 comparison steps.
+  bool comparison_step() const noexcept { return stage_ == AmpStage::Watching && !amp_on(); }
 
   // What the checks compared, for the report (empty until known). fp32 step time: the watch's
   // probes when there were 3 or more, else the warm-up.
@@ -70,6 +86,15 @@ class AutoAmpPolicy {
  private:
   AmpEvent roll_back(std::int64_t step, std::string reason);
   std::string timing_note() const;
+  // The watch's rank tests: whether to roll back, and the evidence (medians, margins, p).
+  struct Verdict {
+    bool roll_back = false;
+    std::string evidence;
+  };
+  Verdict loss_verdict() const;
+  Verdict speed_verdict() const;
+  std::optional<std::string> early_drift(std::int64_t step) const;
+  std::vector<double> fp32_loss_residuals() const;
 
   AutoAmpOptions options_;
   AmpStage stage_ = AmpStage::WarmingUp;
@@ -78,6 +103,8 @@ class AutoAmpPolicy {
   std::int64_t warmup_steps_seen_ = 0;
   std::optional<LossTrend> trend_;
   std::vector<double> amp_losses_;
+  std::vector<double> amp_excess_;       // loss - (trend + tolerance) at its step
+  std::vector<double> probe_residuals_;  // fp32 probe losses - trend at their step
   std::vector<double> amp_ms_;
   std::vector<double> probe_ms_;  // fp32 steps during the watch
   std::int64_t watched_ = 0;

@@ -34,6 +34,9 @@ class LossTrend {
 
   double slope() const noexcept { return slope_; }
   double noise() const noexcept { return noise_; }  // residual standard deviation
+  // Each fp32 loss minus the line at its step: what single batches do around the trend, the
+  // sample Auto's rank test compares mixed-precision losses against.
+  const std::vector<double>& residuals() const noexcept { return residuals_; }
   // The line at the window's last step, or the mean of the last losses when that is higher.
   double level() const noexcept { return level_; }
   static constexpr std::size_t kRecentPoints = 5;
@@ -51,6 +54,7 @@ class LossTrend {
   double slope_ = 0;
   double level_ = 0;
   double noise_ = 0;
+  std::vector<double> residuals_;
   std::int64_t last_step_ = 0;
 };
 

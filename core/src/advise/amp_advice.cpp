@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "advise/advisor.h"
 #include "advise/advisor_rules.h"
@@ -233,9 +234,11 @@ Finding rolled_back(const MixedPrecisionSummary& m, const AmpEvent& rollback) {
   if (m.skipped_steps)
     f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
   f.why =
-      "Auto mode keeps mixed precision only while the loss stays finite and on the fp32 trend "
-      "and the "
-      "steps are not slower. Training goes on in fp32 from the current weights.";
+      "Auto mode keeps mixed precision only while the loss stays finite, no step fails under it, "
+      "and the watch window's one-sided rank tests do not show the loss above the fp32 trend by "
+      "more than the tolerance or the steps slower than fp32 by more than the margin (the "
+      "\"because\" row gives the medians, margins and p-values). Training goes on in fp32 from "
+      "the current weights.";
   f.fix =
       "// keep fp32; or allow more drift, or force it on and inspect the loss yourself:\n"
       "fathom::configure_amp(session, fathom::AmpOptions().tolerance(0.2));\n"
@@ -250,15 +253,21 @@ void ran(const MixedPrecisionSummary& m, std::vector<Finding>& out) {
   const Evidence steps{"steps in " + m.dtype,
                        std::to_string(m.steps_low_precision) + " of " +
                            std::to_string(m.steps_low_precision + m.steps_fp32)};
+  // Auto's watch: the rank tests' medians, margins and p-values that kept it.
+  std::optional<Evidence> kept;
+  for (const AmpEvent& e : m.events)
+    if (e.kind == AmpEventKind::Accepted) kept = Evidence{"kept because", e.detail};
   if (Finding* existing = find(out, finding_id::kMixedPrecision)) {
     existing->applied = true;
     existing->evidence.push_back(steps);
+    if (kept) existing->evidence.push_back(*kept);
     return;
   }
   Finding f =
       make_finding(finding_id::kMixedPrecision, Severity::Info,
                    "fathom runs the forward pass under " + m.dtype + " autocast (mixed precision)");
   f.evidence = {steps, {"state", m.state}};
+  if (kept) f.evidence.push_back(*kept);
   if (m.skipped_steps)
     f.evidence.push_back({"updates skipped on inf/NaN", std::to_string(m.skipped_steps)});
   f.why =

@@ -4,15 +4,24 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyze/rank_test.h"
+
 namespace fathom {
 namespace {
 
 // The first steps of a window pay for allocations and cast caches: leave them out of the timing.
+std::vector<double> steady(const std::vector<double>& ms) {
+  const std::size_t skip = ms.size() > 4 ? 1 : 0;
+  return std::vector<double>(ms.begin() + static_cast<std::ptrdiff_t>(skip), ms.end());
+}
+
 std::optional<double> steady_median(const std::vector<double>& ms) {
   if (ms.empty()) return std::nullopt;
-  const std::size_t skip = ms.size() > 4 ? 1 : 0;
-  return median(std::vector<double>(ms.begin() + static_cast<std::ptrdiff_t>(skip), ms.end()));
+  return median(steady(ms));
 }
+
+// Each rank test needs this many values a side before it may decide anything.
+constexpr std::size_t kMinEach = 3;
 
 }  // namespace
 
@@ -65,6 +74,13 @@ AutoAmpPolicy::AutoAmpPolicy(AutoAmpOptions options) : options_(options) {
 AmpEvent AutoAmpPolicy::roll_back(std::int64_t step, std::string reason) {
   stage_ = AmpStage::RolledBack;
   return AmpEvent{step, AmpEventKind::RolledBack, std::move(reason)};
+}
+
+AmpEvent AutoAmpPolicy::fail(std::int64_t step, std::string reason) {
+  const bool ran = stage_ == AmpStage::Watching || stage_ == AmpStage::Enabled;
+  stage_ = ran ? AmpStage::RolledBack : AmpStage::NotEnabled;
+  return AmpEvent{step, ran ? AmpEventKind::RolledBack : AmpEventKind::NotEnabled,
+                  std::move(reason)};
 }
 
 AmpEvent AutoAmpPolicy::refuse(std::int64_t step, std::string reason) {
@@ -126,34 +142,26 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
         return roll_back(s.step, "the gradients held inf or NaN under mixed precision");
       if (!s.low_precision) {
         probe_ms_.push_back(s.step_ms);
+        if (s.loss) probe_residuals_.push_back(*s.loss - trend_->reference(s.step));
       } else if (amp_ms_.push_back(s.step_ms); s.loss) {
         amp_losses_.push_back(*s.loss);
-        const std::size_t k = std::min<std::size_t>(
-            amp_losses_.size(), static_cast<std::size_t>(options_.smooth_steps));
-        const std::vector<double> recent(amp_losses_.end() - static_cast<std::ptrdiff_t>(k),
-                                         amp_losses_.end());
-        const TrendCheck c = trend_->check(recent, s.step, options_.tolerance);
-        if (!c.within) {
-          return roll_back(
-              s.step, fmt::format("the loss drifted: mean {:.4g} over the last {} steps, above "
-                                  "the fp32 trend {:.4g} by more than the tolerance (limit {:.4g})",
-                                  c.recent_mean, k, c.reference, c.limit));
-        }
+        const double ref = trend_->reference(s.step);
+        amp_excess_.push_back(*s.loss - ref - options_.tolerance * std::abs(ref));
+        if (std::optional<std::string> why = early_drift(s.step)) return roll_back(s.step, *why);
       }
       if (++watched_ < options_.watch_steps) return std::nullopt;
-      const double fp32 = fp32_step_ms().value_or(0);
-      const double amp = amp_step_ms().value_or(0);
-      if (options_.rollback_if_slower && fp32 > 0 && amp > fp32 * (1 + options_.slower_margin)) {
-        return roll_back(
-            s.step, fmt::format("mixed-precision steps were slower: {:.2f} ms against {:.2f} ms "
-                                "in fp32 (median host step time{})",
-                                amp, fp32, timing_note()));
-      }
+      const Verdict loss = loss_verdict();
+      if (loss.roll_back) return roll_back(s.step, loss.evidence);
+      const Verdict speed = speed_verdict();
+      if (options_.rollback_if_slower && speed.roll_back)
+        return roll_back(s.step, "mixed-precision steps were slower: " + speed.evidence);
       stage_ = AmpStage::Enabled;
-      return AmpEvent{s.step, AmpEventKind::Accepted,
-                      fmt::format("loss within {:.0f} % of the fp32 trend over {} steps; step "
-                                  "{:.2f} ms against {:.2f} ms in fp32 (median host step time{})",
-                                  100 * options_.tolerance, watched_, amp, fp32, timing_note())};
+      return AmpEvent{
+          s.step, AmpEventKind::Accepted,
+          fmt::format("watched {} steps: {}; {}{}", watched_, loss.evidence, speed.evidence,
+                      options_.rollback_if_slower || !speed.roll_back
+                          ? ""
+                          : " (slower, kept: rollback_if_slower is off)")};
     }
     case AmpStage::Enabled:
       if (bad_loss)
@@ -166,6 +174,68 @@ std::optional<AmpEvent> AutoAmpPolicy::observe(const StepOutcome& s) {
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+std::vector<double> AutoAmpPolicy::fp32_loss_residuals() const {
+  std::vector<double> out = trend_ ? trend_->residuals() : std::vector<double>{};
+  out.insert(out.end(), probe_residuals_.begin(), probe_residuals_.end());
+  return out;
+}
+
+AutoAmpPolicy::Verdict AutoAmpPolicy::loss_verdict() const {
+  const std::vector<double> fp32 = fp32_loss_residuals();
+  const std::optional<detail::RankTest> t = detail::rank_test_greater(amp_excess_, fp32, kMinEach);
+  if (!t)
+    return {false, fmt::format("loss not tested ({} mixed-precision and {} fp32 losses; the rank "
+                               "test needs {} a side)",
+                               amp_excess_.size(), fp32.size(), kMinEach)};
+  const bool drifted = t->p < options_.significance;
+  return {
+      drifted,
+      fmt::format("the loss {}: median {:.4g} over {} mixed-precision steps against the fp32 "
+                  "trend {:.4g}; one-sided Mann-Whitney of their excess over the trend + "
+                  "{:.0f} % against {} fp32 residuals: p = {:.2g} (a rollback needs p < {:.2g})",
+                  drifted ? "drifted" : "kept to the fp32 trend", median(amp_losses_),
+                  amp_losses_.size(), trend_->level(), 100 * options_.tolerance, fp32.size(), t->p,
+                  options_.significance)};
+}
+
+std::optional<std::string> AutoAmpPolicy::early_drift(std::int64_t step) const {
+  // A median of 3 or more: one outlier cannot carry it past the other losses.
+  if (amp_losses_.size() < 3) return std::nullopt;
+  const std::size_t k =
+      std::min(amp_losses_.size(), static_cast<std::size_t>(std::max(options_.smooth_steps, 3)));
+  const double m = median(
+      std::vector<double>(amp_losses_.end() - static_cast<std::ptrdiff_t>(k), amp_losses_.end()));
+  const TrendCheck c = trend_->check({m}, step, options_.tolerance);
+  if (c.within) return std::nullopt;
+  const Verdict v = loss_verdict();
+  if (!v.roll_back) return std::nullopt;
+  return fmt::format(
+      "the median {:.4g} of the last {} mixed-precision losses is above the fp32 "
+      "trend {:.4g} by more than the tolerance and 3 noise (limit {:.4g}), and {}",
+      m, k, c.reference, c.limit, v.evidence);
+}
+
+AutoAmpPolicy::Verdict AutoAmpPolicy::speed_verdict() const {
+  // Probes run between mixed-precision steps, with the same caches warm: no step to leave out.
+  const std::vector<double> fp32 = probe_ms_.size() >= kMinEach ? probe_ms_ : steady(fp32_ms_);
+  const std::vector<double> amp = steady(amp_ms_);
+  std::vector<double> fp32_margin = fp32;
+  for (double& v : fp32_margin) v *= 1 + options_.slower_margin;
+  const std::optional<detail::RankTest> t = detail::rank_test_greater(amp, fp32_margin, kMinEach);
+  if (!t)
+    return {false, fmt::format("step time not tested ({} mixed-precision and {} fp32 steps; the "
+                               "rank test needs {} a side)",
+                               amp.size(), fp32.size(), kMinEach)};
+  const double a = median(amp), f = median(fp32);
+  const bool slower = t->p < options_.significance && a > f * (1 + options_.slower_margin);
+  return {slower,
+          fmt::format("step {:.2f} ms against {:.2f} ms in fp32 (median host step "
+                      "time{}, ratio {:.3f}); one-sided Mann-Whitney against fp32 + {:.0f} "
+                      "%: p = {:.2g} (a rollback needs p < {:.2g} and a ratio above {:.2f})",
+                      a, f, timing_note(), f > 0 ? a / f : 0.0, 100 * options_.slower_margin, t->p,
+                      options_.significance, 1 + options_.slower_margin)};
 }
 
 std::optional<double> AutoAmpPolicy::fp32_step_ms() const {
@@ -181,13 +251,9 @@ std::optional<double> AutoAmpPolicy::fp32_loss_reference() const {
 }
 
 std::optional<double> AutoAmpPolicy::amp_loss() const {
+  // The median the watch's loss test reports: one noisy batch does not set it.
   if (amp_losses_.empty()) return std::nullopt;
-  const std::size_t k =
-      std::min<std::size_t>(amp_losses_.size(), static_cast<std::size_t>(options_.smooth_steps));
-  double sum = 0;
-  for (auto it = amp_losses_.end() - static_cast<std::ptrdiff_t>(k); it != amp_losses_.end(); ++it)
-    sum += *it;
-  return sum / static_cast<double>(k);
+  return median(amp_losses_);
 }
 
 }  // namespace fathom

@@ -28,6 +28,7 @@ std::optional<LossTrend> LossTrend::fit(const std::vector<LossPoint>& fp32) {
   for (const LossPoint& p : fp32) {
     const double r = p.loss - (my + t.slope_ * (static_cast<double>(p.step) - mx));
     ss += r * r;
+    t.residuals_.push_back(r);
   }
   // Two parameters were fitted: n - 2 degrees of freedom.
   t.noise_ = std::sqrt(ss / (n - 2));

@@ -8,7 +8,11 @@
 // In Mode::Auto fathom runs the first steps in fp32 and fits the loss trend, then turns autocast
 // on (bf16 on CPUs and GPUs from compute capability 8.0, fp16 with a GradScaler before), watches
 // the next steps, and turns it back off for good, saying why in the report, when the loss goes
-// non-finite, drifts above the fp32 trend by more than the tolerance, or the steps get slower.
+// non-finite, when a step throws under mixed precision (or as a comparison step; guarded_step
+// then runs it again in fp32), or when the watch window's rank tests show the loss above the fp32
+// trend by more than the tolerance or the steps slower (amp_policy.h). Once a 16-bit step has
+// run, fp32 forwards run under fp32 autocast, so 16-bit state a step left behind (an LSTM's
+// hidden state) is cast up at autocast's ops instead of failing in an fp32 kernel.
 // Other modes run fp32 unless AmpOptions::when(Always) says otherwise; Suggest lists what
 // mixed precision could gain. configure_amp() changes the defaults.
 #include <c10/core/DeviceType.h>
@@ -62,6 +66,11 @@ class AmpOptions {
   }
   AmpOptions& rollback_if_slower(bool v) {
     auto_.rollback_if_slower = v;
+    return *this;
+  }
+  // The rank tests' one-sided p below which the watch rolls back (default 0.01).
+  AmpOptions& significance(double v) {
+    auto_.significance = v;
     return *this;
   }
   const AutoAmpOptions& auto_options() const noexcept { return auto_; }

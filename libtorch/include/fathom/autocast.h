@@ -23,7 +23,8 @@ c10::ScalarType default_autocast_dtype(c10::DeviceType device_type);
 // "bf16", "fp16", "fp32", or the dtype's own name.
 std::string_view short_dtype_name(c10::ScalarType dtype) noexcept;
 
-// Whether autocast is on for device_type on this thread.
+// Whether autocast runs ops in 16 bits for device_type on this thread (false under the fp32
+// autocast of Auto mode's fp32 steps, detail::enter_fp32_autocast).
 bool autocast_enabled(c10::DeviceType device_type) noexcept;
 
 // The autocast state of one device type on this thread.
@@ -39,6 +40,12 @@ namespace detail {
 // leave() never throws.
 AutocastState enter_autocast(c10::DeviceType device_type, c10::ScalarType dtype, bool enabled);
 void leave_autocast(c10::DeviceType device_type, const AutocastState& saved) noexcept;
+// Autocast with fp32 as its target type: each op on autocast's lists casts 16-bit inputs up to
+// fp32 and leaves fp32 tensors as they are (results equal plain fp32's, bit for bit). Auto mode
+// runs its fp32 forwards so once a 16-bit step has run: a tensor that step left behind (an
+// LSTM's hidden state carried to the next step) is cast up instead of failing in a kernel that
+// takes one dtype. Undo with leave_autocast().
+AutocastState enter_fp32_autocast(c10::DeviceType device_type);
 }  // namespace detail
 
 class [[nodiscard]] AutocastScope {

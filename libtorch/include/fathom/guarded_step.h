@@ -21,6 +21,10 @@
 // every other case the error is rethrown after the diagnosis is recorded (the report is written
 // when the epoch scope ends, by that exception too). With fathom off, the body runs once, as is.
 //
+// In Auto mode a step that throws any error while it runs under mixed precision, or as one of
+// the watch's fp32 comparison steps, turns mixed precision off for good (the report's event has
+// the error) and runs once more in fp32, under the same rule: not after step.optimizer() began.
+//
 // The body must be safe to run again: it rebuilds its tensors from the batch, and zeroes the
 // gradients before backward (or passes the optimizer, so fathom does).
 #include <fathom/session.h>
@@ -34,7 +38,8 @@ class Optimizer;
 
 namespace fathom {
 
-// Returns the number of times the body ran (1, or 2 after a recovered out-of-memory error).
+// Returns the number of times the body ran (1, or 2 after a recovered out-of-memory error or a
+// step that failed under mixed precision).
 int guarded_step(EpochScope& epoch, std::int64_t samples,
                  const std::function<void(StepScope&)>& body,
                  torch::optim::Optimizer* optimizer = nullptr);

@@ -52,6 +52,12 @@ void AmpExtension::configure(const AmpOptions& options) {
     throw Error(
         "AmpOptions tolerance must be >= 0 (0.1 allows the loss 10 % above the fp32 trend), got " +
         std::to_string(options.auto_options().tolerance));
+  const double sig = options.auto_options().significance;
+  if (!(sig > 0 && sig < 1))
+    throw Error(
+        "AmpOptions significance must be in (0, 1) (0.01: the watch rolls back at a "
+        "one-sided p below 1 %), got " +
+        std::to_string(sig));
   if (options.dtype() && *options.dtype() != c10::ScalarType::BFloat16 &&
       *options.dtype() != c10::ScalarType::Half)
     throw Error(std::string("AmpOptions dtype must be torch::kBFloat16 or torch::kHalf, got ") +
@@ -189,6 +195,20 @@ bool AmpExtension::apply(torch::optim::Optimizer& optimizer) {
   return true;
 }
 
+bool AmpExtension::recover_failed_step(const std::string& what) {
+  if (!pending_failure_ || *pending_failure_ >= epoch_.events.size()) return false;
+  AmpEvent& ev = epoch_.events[*pending_failure_];
+  pending_failure_.reset();
+  const bool retry = !pending_failure_optimizer_began_;
+  ev.detail += "; the error: " + what +
+               (retry ? "; fathom::guarded_step ran the step again in fp32"
+                      : "; rethrown: the optimizer phase had begun, and running the step again "
+                        "could apply it twice");
+  detail::warn("mixed precision: step ", ev.step,
+               retry ? " runs again in fp32" : " is not run again (its optimizer phase had begun)");
+  return retry;
+}
+
 // --- session callbacks -------------------------------------------------------------------------
 
 void AmpExtension::on_epoch_begin(std::int64_t) noexcept {
@@ -198,6 +218,8 @@ void AmpExtension::on_epoch_begin(std::int64_t) noexcept {
 
 void AmpExtension::on_step_begin(std::int64_t) noexcept {
   step_begin_ns_ = now_ns();
+  optimizer_began_ = false;
+  pending_failure_.reset();
   scaled_this_step_ = false;
   nonfinite_this_step_ = false;
   loss_ = at::Tensor();
@@ -225,11 +247,27 @@ void AmpExtension::on_step_begin(std::int64_t) noexcept {
       break;
   }
   amp_this_step_ = on;
+  comparison_this_step_ = auto_policy() && dtype_.has_value() && policy_.comparison_step();
+  upcast_this_step_ = !on && ran_low_precision_ && device_type_.has_value();
+  if (on) ran_low_precision_ = true;
 }
 
 void AmpExtension::on_phase_begin(Phase phase) noexcept {
   count_phase(phase);
-  if (phase != Phase::Forward || !amp_this_step_) return;
+  if (phase == Phase::Optimizer) optimizer_began_ = true;
+  if (phase != Phase::Forward) return;
+  if (upcast_this_step_) {
+    try {
+      saved_.push_back(enter_fp32_autocast(*device_type_));
+    } catch (const std::exception& e) {
+      detail::warn(
+          "fp32 autocast could not start; 16-bit tensors of earlier steps stay as they are: ",
+          e.what());
+      saved_.push_back(AutocastState{autocast_enabled(*device_type_), *dtype_, true});
+    }
+    return;
+  }
+  if (!amp_this_step_) return;
   try {
     saved_.push_back(enter_autocast(*device_type_, *dtype_, true));
   } catch (const std::exception& e) {
@@ -239,7 +277,7 @@ void AmpExtension::on_phase_begin(Phase phase) noexcept {
 }
 
 void AmpExtension::on_phase_end(Phase phase, bool) noexcept {
-  if (phase != Phase::Forward || !amp_this_step_ || saved_.empty()) return;
+  if (phase != Phase::Forward || !(amp_this_step_ || upcast_this_step_) || saved_.empty()) return;
   leave_autocast(*device_type_, saved_.back());
   saved_.pop_back();
 }
@@ -251,7 +289,25 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
   }
   const double step_ms = static_cast<double>(now_ns() - step_begin_ns_) / 1e6;
   (amp_this_step_ ? epoch_.steps_low_precision : epoch_.steps_fp32) += 1;
-  if (auto_policy() && !failed) {
+  if (auto_policy() && failed && (amp_this_step_ || comparison_this_step_)) {
+    // The exception is on its way out of the loop's step; whatever its cause, a 16-bit step (or
+    // the fp32 step that met what one left behind) cannot be trusted with the rest of the run.
+    try {
+      const std::string where = amp_this_step_
+                                    ? std::string("a mixed-precision (") +
+                                          std::string(short_dtype_name(*dtype_)) + ") step"
+                                    : std::string("an fp32 comparison step of the watch");
+      record(policy_.fail(global_step_,
+                          "step " + std::to_string(global_step_) + " failed in " + where +
+                              ", so mixed precision is off for good (fathom::guarded_step runs "
+                              "such a step again in fp32; from a loop's own StepScope the "
+                              "exception goes on to the loop)"));
+      pending_failure_ = epoch_.events.size() - 1;
+      pending_failure_optimizer_began_ = optimizer_began_;
+    } catch (const std::exception& e) {
+      detail::warn("the mixed-precision policy failed and stays off: ", e.what());
+    }
+  } else if (auto_policy() && !failed) {
     StepOutcome o;
     o.step = global_step_;
     o.nonfinite_gradients = nonfinite_this_step_;

@@ -34,6 +34,12 @@ class AmpExtension final : public SessionExtension {
   bool apply(torch::optim::Optimizer& optimizer);
   void unscale(torch::optim::Optimizer& optimizer);
 
+  // guarded_step's call after the step it ran threw. When that step failed under mixed precision
+  // or as one of Auto's fp32 comparison steps (mixed precision is then off for good), adds the
+  // error to the report's event and returns true when the step may run again, in fp32: its
+  // optimizer phase had not begun. False: not a mixed-precision failure, or not safe to retry.
+  bool recover_failed_step(const std::string& what);
+
   void on_epoch_begin(std::int64_t epoch) noexcept override;
   void on_step_begin(std::int64_t step) noexcept override;
   void on_phase_begin(Phase phase) noexcept override;
@@ -77,6 +83,15 @@ class AmpExtension final : public SessionExtension {
   std::int64_t global_step_ = 0;
   std::int64_t step_begin_ns_ = 0;
   bool amp_this_step_ = false;
+  // An fp32 step after a 16-bit one: its forward runs under fp32 autocast, which casts up the
+  // 16-bit tensors earlier steps left behind (enter_fp32_autocast).
+  bool upcast_this_step_ = false;
+  bool ran_low_precision_ = false;
+  bool comparison_this_step_ = false;  // one of the watch's fp32 probes
+  bool optimizer_began_ = false;
+  // The event of the step that just failed under mixed precision, until guarded_step explains it.
+  std::optional<std::size_t> pending_failure_;
+  bool pending_failure_optimizer_began_ = false;
   bool scaled_this_step_ = false;
   bool nonfinite_this_step_ = false;
   at::Tensor loss_;

@@ -69,7 +69,9 @@ std::string_view short_dtype_name(c10::ScalarType dtype) noexcept {
 
 bool autocast_enabled(c10::DeviceType device_type) noexcept {
   try {
-    return at::autocast::is_autocast_enabled(device_type);
+    // Auto's fp32 autocast (enter_fp32_autocast) casts nothing down: that is not mixed precision.
+    return at::autocast::is_autocast_enabled(device_type) &&
+           at::autocast::get_autocast_dtype(device_type) != c10::ScalarType::Float;
   } catch (...) {
     return false;
   }
@@ -84,6 +86,17 @@ AutocastState enter_autocast(c10::DeviceType device_type, c10::ScalarType dtype,
                       at::autocast::is_autocast_cache_enabled()};
   at::autocast::set_autocast_enabled(device_type, enabled);
   if (enabled) at::autocast::set_autocast_dtype(device_type, dtype);
+  at::autocast::increment_nesting();
+  return saved;
+}
+
+AutocastState enter_fp32_autocast(c10::DeviceType device_type) {
+  AutocastState saved{at::autocast::is_autocast_enabled(device_type),
+                      at::autocast::get_autocast_dtype(device_type),
+                      at::autocast::is_autocast_cache_enabled()};
+  at::autocast::set_autocast_enabled(device_type, true);
+  // Not check_dtype(): fp32 is no 16-bit type, and autocast's casts to it are plain to(kFloat).
+  at::autocast::set_autocast_dtype(device_type, c10::ScalarType::Float);
   at::autocast::increment_nesting();
   return saved;
 }

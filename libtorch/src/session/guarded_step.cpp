@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "amp/amp_extension.h"
 #include "checkpoint/checkpoint_extension.h"
 #include "records/warning_sink.h"
 #include "session/session_access.h"
@@ -56,6 +57,12 @@ int guarded_step(EpochScope& epoch, std::int64_t samples,
       detail::warn("out of memory in step ", event.step, ", ", phase_name(event.phase), " phase",
                    (event.module.empty() ? "" : ", block " + event.module), ": ", action);
       if (!event.retried) throw;
+    } catch (const std::exception& error) {
+      // A step that failed under mixed precision (or as Auto's fp32 comparison step) has turned
+      // mixed precision off for good; it runs once more, in fp32. Any other error is the loop's.
+      detail::AmpExtension* amp = state ? state->extensions().amp : nullptr;
+      if (attempt > 1 || !amp || !amp->recover_failed_step(error.what())) throw;
+      if (optimizer) optimizer->zero_grad(/*set_to_none=*/true);
     }
   }
 }
