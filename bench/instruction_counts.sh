@@ -8,8 +8,14 @@ set -euo pipefail
 BUILD=build
 if [[ -n "${1:-}" && "$1" != --* ]]; then BUILD="$1"; shift; fi
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
-out="$(mktemp -d)/callgrind.out"
-trap 'rm -rf "$(dirname "$out")"' EXIT
+# CALLGRIND_DUMPS_DIR=DIR keeps the per-section dumps there (callgrind_annotate reads them).
+if [[ -n "${CALLGRIND_DUMPS_DIR:-}" ]]; then
+  mkdir -p "$CALLGRIND_DUMPS_DIR"
+  out="$CALLGRIND_DUMPS_DIR/callgrind.out"
+else
+  out="$(mktemp -d)/callgrind.out"
+  trap 'rm -rf "$(dirname "$out")"' EXIT
+fi
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 NVTX_INJECTION64_PATH="$BUILD/bench/libfathom_nvtx_null_tool.so" \
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" -q \
