@@ -8,9 +8,12 @@
 // and the steps after them apart, and the cost of one scope and of one op callback.
 //
 //   overhead_bench [--steps N] [--reps N] [--batch N] [--device cpu|cuda] [--large] [--micro N]
-//                  [--flops-only]
+//                  [--flops-only] [--instructions CALLGRIND_OUT_FILE [--calls N]]
 //
 // --flops-only: the FLOP counting rows alone (counted steps and the steps after them, on vs off).
+// --instructions: under callgrind (bench/instruction_counts.sh runs it), the per-op, per-scope and
+// per-step costs in instructions instead of time: --calls ops or scopes a section (2000), --steps
+// steps a loop section, --reps repetitions. Counts do not move with the machine's load.
 //
 // NVTX: run as is, no tool is attached (a run outside Nsight Systems): a range costs fathom's own
 // work plus NVTX's null check, and fathom registers no op callback at all (nothing would receive
@@ -31,13 +34,16 @@
 #include <string>
 #include <vector>
 
+#include "callgrind_sections.h"
 #include "collect/clock.h"
 #include "collect/host_info.h"
 #include "collect/nvtx.h"
+#include "collect/process_memory.h"
 #include "example_args.h"
 #include "measure/flop_counter_extension.h"
 #include "records/file_system.h"
 #include "resnet.h"
+#include "session/session_access.h"
 
 namespace {
 
@@ -256,11 +262,18 @@ FlopCounting flop_counting(Loop& loop, int steps, int reps) {
 
 // --- micro-benchmarks ---------------------------------------------------------------------------
 
+// Per-call wall and CPU time of one body, one entry per repetition.
+struct Timed {
+  std::vector<double> wall, cpu;
+};
+
 template <typename F>
-double ns_per_iter(int iters, F&& body) {
-  const std::int64_t t0 = fathom::now_ns();
+void time_calls(Timed& out, int iters, F&& body) {
+  const std::int64_t c0 = cpu_now_ns(), t0 = fathom::now_ns();
   for (int i = 0; i < iters; ++i) body();
-  return static_cast<double>(fathom::now_ns() - t0) / iters;
+  const std::int64_t t1 = fathom::now_ns(), c1 = cpu_now_ns();
+  out.wall.push_back(static_cast<double>(t1 - t0) / iters);
+  out.cpu.push_back(static_cast<double>(c1 - c0) / iters);
 }
 
 // ATen ops one cheap call dispatches (calibrated with a counting RecordFunction callback).
@@ -291,18 +304,32 @@ std::string load_average() {
   return s;
 }
 
+// A per-call cost: the median over repetitions, and the 25th..75th percentiles, of wall and CPU
+// time, less the same of a baseline where one is given (the bare op).
+struct Cost {
+  double wall = 0, cpu = 0, cpu_lo = 0, cpu_hi = 0;
+  bool measured = false;
+};
+
+Cost cost(const Timed& t, const Timed* base = nullptr, double per = 1) {
+  if (t.wall.empty()) return {};
+  const double bw = base ? median(base->wall) : 0, bc = base ? median(base->cpu) : 0;
+  return {(median(t.wall) - bw) / per, (median(t.cpu) - bc) / per,
+          (quantile(t.cpu, 0.25) - bc) / per, (quantile(t.cpu, 0.75) - bc) / per, true};
+}
+
 struct Micro {
-  double phase_scope_ns = 0, phase_scope_off_ns = 0, module_scope_ns = 0, op_ns = 0;
-  double fathom_op_ns = 0, fathom_op_shapes_ns = 0, kineto_op_ns = 0, emit_nvtx_op_ns = 0;
-  double flop_op_ns = 0, flop_mm_ns = 0;  // in a profiled step: an op not counted, one counted
+  Cost phase_scope, phase_scope_off, module_scope, rss_read, op;
+  Cost fathom_op, fathom_op_shapes, kineto_op, emit_nvtx_op;
+  Cost flop_op, flop_mm;  // in a profiled step: an op not counted, one counted
   double ops_per_call = 0;
+  int reps = 0;
 };
 
 Micro micro(int iters, Loop& loop) {
   Micro m;
-  const int reps = 5;
-  std::vector<double> phase, phase_off, module, base, fat, fat_shapes, kin, nvtx;
-  std::vector<double> flop, mm_base, flop_mm;
+  m.reps = 7;
+  Timed phase, phase_off, module, rss, base, fat, fat_shapes, kin, nvtx, flop, mm_base, flop_mm;
   auto a = torch::ones({4}), b = torch::ones({4});
   auto op = [&] { (void)at::mul(a, b); };
   auto ma = torch::ones({2, 2}), mb = torch::ones({2, 2});
@@ -316,42 +343,43 @@ Micro micro(int iters, Loop& loop) {
     at::removeCallback(handle);
   }
   auto& block = *loop.model()->ptr(3);  // a BasicBlock
-  for (int r = 0; r < reps; ++r) {
+  for (int r = 0; r < m.reps; ++r) {
     {
       fathom::Session s(fathom_options(fathom::NvtxLevel::Phases, false, false));
       auto e = s.epoch();
       auto step = e.step(1);
-      phase.push_back(ns_per_iter(iters, [&] { auto f = step.forward(); }));
+      time_calls(phase, iters, [&] { auto f = step.forward(); });
     }
     {
       fathom::Session s(
           fathom_options(fathom::NvtxLevel::Phases, false, false).mode(fathom::Mode::Off));
       auto e = s.epoch();
       auto step = e.step(1);
-      phase_off.push_back(ns_per_iter(iters, [&] { auto f = step.forward(); }));
+      time_calls(phase_off, iters, [&] { auto f = step.forward(); });
     }
     {
       fathom::Session s(fathom_options(fathom::NvtxLevel::Modules, false, false));
       s.watch(*loop.model());
-      module.push_back(ns_per_iter(iters, [&] { fathom::ModuleScope range(block); }));
+      time_calls(module, iters, [&] { fathom::ModuleScope range(block); });
     }
-    base.push_back(ns_per_iter(iters, op));
+    time_calls(rss, iters / 10, [] { (void)fathom::current_rss_bytes(); });
+    time_calls(base, iters, op);
     {
       fathom::Session s(fathom_options(fathom::NvtxLevel::Ops, false, false));
-      fat.push_back(ns_per_iter(iters, op));
+      time_calls(fat, iters, op);
     }
     {
       fathom::Session s(fathom_options(fathom::NvtxLevel::Ops, true, false));
-      fat_shapes.push_back(ns_per_iter(iters, op));
+      time_calls(fat_shapes, iters, op);
     }
-    mm_base.push_back(ns_per_iter(iters, mm));
+    time_calls(mm_base, iters, mm);
     {
       // Inside a profiled step the FLOP callback is registered.
       fathom::Session s(fathom_options(fathom::NvtxLevel::Phases, false, false));
       auto e = s.epoch();
       auto step = e.step(1);
-      flop.push_back(ns_per_iter(iters, op));
-      flop_mm.push_back(ns_per_iter(iters, mm));
+      time_calls(flop, iters, op);
+      time_calls(flop_mm, iters, mm);
     }
     for (bool emit : {false, true}) {
       prof::ProfilerConfig config(emit ? prof::ProfilerState::NVTX : prof::ProfilerState::KINETO);
@@ -359,24 +387,183 @@ Micro micro(int iters, Loop& loop) {
       try {
         if (!emit) kineto::prepareProfiler(config, acts);
         kineto::enableProfiler(config, acts);
-        (emit ? nvtx : kin).push_back(ns_per_iter(iters, op));
+        time_calls(emit ? nvtx : kin, iters, op);
         kineto::disableProfiler();
       } catch (const std::exception&) {
       }
     }
+    std::fprintf(stderr, "\rper-call repetition %d/%d", r + 1, m.reps);
   }
+  std::fprintf(stderr, "\r\033[K");
   const double per_op = m.ops_per_call > 0 ? m.ops_per_call : 1;
-  m.phase_scope_ns = median(phase);
-  m.phase_scope_off_ns = median(phase_off);
-  m.module_scope_ns = median(module);
-  m.op_ns = median(base) / per_op;
-  m.fathom_op_ns = (median(fat) - median(base)) / per_op;
-  m.fathom_op_shapes_ns = (median(fat_shapes) - median(base)) / per_op;
-  m.kineto_op_ns = kin.empty() ? -1 : (median(kin) - median(base)) / per_op;
-  m.flop_op_ns = (median(flop) - median(base)) / per_op;
-  m.flop_mm_ns = median(flop_mm) - median(mm_base);
-  m.emit_nvtx_op_ns = nvtx.empty() ? -1 : (median(nvtx) - median(base)) / per_op;
+  m.phase_scope = cost(phase);
+  m.phase_scope_off = cost(phase_off);
+  m.module_scope = cost(module);
+  m.rss_read = cost(rss);
+  m.op = cost(base, nullptr, per_op);
+  m.fathom_op = cost(fat, &base, per_op);
+  m.fathom_op_shapes = cost(fat_shapes, &base, per_op);
+  m.kineto_op = cost(kin, &base, per_op);
+  m.emit_nvtx_op = cost(nvtx, &base, per_op);
+  m.flop_op = cost(flop, &base, per_op);
+  m.flop_mm = cost(flop_mm, &mm_base);
   return m;
+}
+
+void print_cost(const char* name, const Cost& c, const char* note = "") {
+  if (!c.measured) {
+    std::printf("  %-34s %9s   (not measured)%s\n", name, "-", note);
+    return;
+  }
+  std::printf("  %-34s %9.0f %9.0f   %7.0f..%-7.0f%s\n", name, c.wall, c.cpu, c.cpu_lo, c.cpu_hi,
+              note);
+}
+
+// --- instruction counts (callgrind) -----------------------------------------------------------
+
+struct Spread {
+  double median = 0, lo = 0, hi = 0;
+};
+Spread spread(const std::vector<double>& v) {
+  if (v.empty()) return {};
+  return {quantile(v, 0.5), *std::min_element(v.begin(), v.end()),
+          *std::max_element(v.begin(), v.end())};
+}
+
+// The per-op and per-scope costs, and the loop's, counted in instructions under callgrind: each
+// section runs once uncounted (first sightings, allocator, Kineto's first start), then `reps` times
+// counted. Sessions, profilers and their setup stay outside the counted sections.
+void instruction_counts(const std::string& out_file, Loop& loop, int ops, int scopes, int steps,
+                        int reps) {
+  const double step_ops = ops_per_step(loop);
+  fathom::bench::CallgrindSections cg(out_file);
+  auto a = torch::ones({4}), b = torch::ones({4});
+  auto op_loop = [&] {
+    for (int i = 0; i < ops; ++i) (void)at::mul(a, b);
+  };
+  // Instructions per call of body (run `calls` times), once warm.
+  auto counted = [&](std::vector<double>& out, int calls, auto&& body) {
+    body();
+    out.push_back(static_cast<double>(cg.count(body)) / calls);
+  };
+  std::vector<double> plain, fat, fat_shapes, kin, emit, phase, phase_reads, phase_off, rss;
+  for (int r = 0; r < reps; ++r) {
+    counted(plain, ops, op_loop);
+    {
+      fathom::Session s(fathom_options(fathom::NvtxLevel::Ops, false, false));
+      counted(fat, ops, op_loop);
+    }
+    {
+      fathom::Session s(fathom_options(fathom::NvtxLevel::Ops, true, false));
+      counted(fat_shapes, ops, op_loop);
+    }
+    for (bool nvtx : {false, true}) {
+      prof::ProfilerConfig config(nvtx ? prof::ProfilerState::NVTX : prof::ProfilerState::KINETO);
+      const auto acts = nvtx ? std::set<prof::ActivityType>{} : activities(false);
+      if (!nvtx) kineto::prepareProfiler(config, acts);
+      kineto::enableProfiler(config, acts);
+      counted(nvtx ? emit : kin, ops, op_loop);
+      kineto::disableProfiler();
+    }
+    for (bool on : {true, false}) {
+      fathom::Session s(fathom_options(fathom::NvtxLevel::Phases, false, false)
+                            .mode(on ? fathom::Mode::Suggest : fathom::Mode::Off));
+      auto e = s.epoch();
+      auto step = e.step(1);
+      auto body = [&] {
+        for (int i = 0; i < scopes; ++i) auto f = step.forward();
+      };
+      body();
+      const fathom::detail::SessionState* state = fathom::detail::SessionAccess::state(s);
+      const std::int64_t reads0 = state ? state->resident().readings() : 0;
+      (on ? phase : phase_off).push_back(static_cast<double>(cg.count(body)) / scopes);
+      if (on && state)
+        phase_reads.push_back(static_cast<double>(state->resident().readings() - reads0));
+    }
+    counted(rss, scopes, [&] {
+      for (int i = 0; i < scopes; ++i) (void)fathom::current_rss_bytes();
+    });
+    std::fprintf(stderr, "\rinstruction counts: repetition %d/%d (per call)", r + 1, reps);
+  }
+  // The loop, once (a step is ~100 M instructions, minutes under callgrind): `steps` steps after
+  // one warm-up step each. FLOP counting is off here: it would add its callback to the first
+  // kFlopProfiledSteps steps of each fathom variant (its cost is the FLOP rows of the timed run).
+  std::vector<double> l_plain, l_phases, l_modules, l_ops, l_kineto;
+  {
+    {
+      auto body = [&] {
+        for (int i = 0; i < steps; ++i) loop.plain_step(i);
+      };
+      counted(l_plain, steps, body);
+    }
+    for (auto [level, out] : {std::pair{fathom::NvtxLevel::Phases, &l_phases},
+                              std::pair{fathom::NvtxLevel::Modules, &l_modules},
+                              std::pair{fathom::NvtxLevel::Ops, &l_ops}}) {
+      fathom::Session session(fathom_options(level, false, false).count_flops(false));
+      session.watch(*loop.model());
+      auto e = session.epoch();
+      counted(*out, steps, [&] {
+        for (int i = 0; i < steps; ++i) loop.fathom_step(e, i);
+      });
+    }
+    {
+      prof::ProfilerConfig config(prof::ProfilerState::KINETO);
+      const auto acts = activities(false);
+      kineto::prepareProfiler(config, acts);
+      kineto::enableProfiler(config, acts);
+      counted(l_kineto, steps, [&] {
+        for (int i = 0; i < steps; ++i) loop.plain_step(i);
+      });
+      kineto::disableProfiler();
+    }
+  }
+  std::fprintf(stderr, "\r\033[K");
+
+  const double base = spread(plain).median;
+  auto added = [&](const std::vector<double>& v) {
+    Spread x = spread(v);
+    return Spread{x.median - base, x.lo - base, x.hi - base};
+  };
+  const Spread f = added(fat), fs = added(fat_shapes), k = added(kin), en = added(emit);
+  std::printf(
+      "\ninstructions (callgrind; median of %d repetitions, min..max; every instruction of the "
+      "process in the section):\n",
+      reps);
+  std::printf("  one ATen op (at::mul, 4 floats)   %8.0f  %8.0f..%-8.0f (%d calls a repetition)\n",
+              base, spread(plain).lo, spread(plain).hi, ops);
+  std::printf("  + fathom op callback              %8.0f  %8.0f..%-8.0f%s\n", f.median, f.lo, f.hi,
+              fathom::nvtx::tool_attached() ? "" : "  [not registered: no NVTX tool]");
+  std::printf("  + fathom op callback, +shapes     %8.0f  %8.0f..%-8.0f\n", fs.median, fs.lo,
+              fs.hi);
+  std::printf("  + torch profiler (Kineto, CPU)    %8.0f  %8.0f..%-8.0f\n", k.median, k.lo, k.hi);
+  std::printf("  + torch emit_nvtx                 %8.0f  %8.0f..%-8.0f\n", en.median, en.lo,
+              en.hi);
+  if (k.median > 0)
+    std::printf("  fathom op callback / Kineto's collection, per op: %.3f x (target <= 0.4)\n",
+                f.median / k.median);
+  const Spread ph = spread(phase), rd = spread(rss);
+  const double reads_per_scope = spread(phase_reads).median / scopes;
+  std::printf(
+      "  phase scope, begin+end            %8.0f  %8.0f..%-8.0f (session off: %.0f)\n"
+      "    of which /proc reads: %.4f a scope here (one read: %.0f instructions); callgrind's\n"
+      "    ~50x slowdown lets 1 ms pass in fewer scopes than natively, so without them: %.0f\n",
+      ph.median, ph.lo, ph.hi, spread(phase_off).median, reads_per_scope, rd.median,
+      ph.median - reads_per_scope * rd.median);
+  const double lp = spread(l_plain).median;
+  std::printf("\n  one training step (%d counted once, %.0f ATen ops; FLOP counting off):\n", steps,
+              step_ops);
+  for (auto [name, v] : {std::pair{"plain loop", &l_plain}, std::pair{"fathom phases", &l_phases},
+                         std::pair{"fathom modules", &l_modules}, std::pair{"fathom ops", &l_ops},
+                         std::pair{"torch profiler", &l_kineto}}) {
+    const Spread x = spread(*v);
+    std::printf("    %-20s %12.0f %+8.3f%%\n", name, x.median, (x.median / lp - 1) * 100);
+  }
+  const double fathom_per_op = (spread(l_ops).median - spread(l_modules).median) / step_ops;
+  const double kineto_per_op = (spread(l_kineto).median - lp) / step_ops;
+  std::printf(
+      "  in the loop, per op: fathom's op callback (ops - modules) %.0f vs Kineto's (profiler - "
+      "plain) %.0f = %.3f x (target <= 0.4)\n",
+      fathom_per_op, kineto_per_op, kineto_per_op > 0 ? fathom_per_op / kineto_per_op : 0.0);
 }
 
 std::string cpu_model() {
@@ -399,16 +586,23 @@ std::string cpu_model() {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  std::setvbuf(stdout, nullptr, _IOLBF,
+               0);  // lines as they come, also into a file or under valgrind
   examples::Args defaults;
   defaults.steps = 10;
   defaults.epochs = 7;  // repetitions; --reps below
   std::vector<char*> rest{argv[0]};
-  int micro_iters = 100000;
+  int micro_iters = 100000, counted_calls = 2000;
   bool flops_only = false;
+  std::string instructions;  // callgrind's --callgrind-out-file
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (k == "--flops-only")
       flops_only = true;
+    else if (k == "--instructions" && i + 1 < argc)
+      instructions = argv[++i];
+    else if (k == "--calls" && i + 1 < argc)
+      counted_calls = std::stoi(argv[++i]);
     else if (k == "--reps" && i + 1 < argc)
       defaults.epochs = std::stoi(argv[++i]);
     else if (k == "--micro" && i + 1 < argc)
@@ -454,6 +648,11 @@ int main(int argc, char** argv) try {
       cpu_model().c_str(), sysconf(_SC_NPROCESSORS_ONLN), at::get_num_threads(), TORCH_VERSION,
       load_average().c_str());
 
+  if (!instructions.empty()) {
+    instruction_counts(instructions, loop, counted_calls, counted_calls, steps, reps);
+    fathom::fs::remove_tree(report_dir());
+    return 0;
+  }
   if (flops_only) variants.resize(1);  // the plain loop, for the step time
   // One warm-up repetition (allocator, Kineto's first start), then the measured ones.
   for (int r = 0; r <= reps; ++r) {
@@ -523,21 +722,28 @@ int main(int argc, char** argv) try {
   const std::string load_after_loops = load_average();
   const double step_ops = ops_per_step(loop);
   const Micro m = micro(micro_iters, loop);
-  std::printf("\nper call (median of 5 x %d):\n", micro_iters);
-  std::printf("  phase scope, begin+end            %8.0f ns  (session off: %.1f ns)\n",
-              m.phase_scope_ns, m.phase_scope_off_ns);
-  std::printf("  module scope (watched module)     %8.0f ns\n", m.module_scope_ns);
-  std::printf("  one ATen op (at::mul, 4 floats)   %8.0f ns  (%.0f RecordFunction call(s) each)\n",
-              m.op_ns, m.ops_per_call);
-  std::printf("  + fathom op callback              %8.0f ns  (+shapes: %.0f ns)%s\n",
-              m.fathom_op_ns, m.fathom_op_shapes_ns,
-              fathom::nvtx::tool_attached() ? "" : "  [not registered: no NVTX tool]");
   std::printf(
-      "  + fathom FLOP callback            %8.0f ns  (at::mm 2x2, counted: %.0f ns; profiled "
-      "steps only)\n",
-      m.flop_op_ns, m.flop_mm_ns);
-  std::printf("  + torch profiler (Kineto, CPU)    %8.0f ns\n", m.kineto_op_ns);
-  std::printf("  + torch emit_nvtx                 %8.0f ns\n", m.emit_nvtx_op_ns);
+      "\nper call, ns (median of %d repetitions x %d calls; CPU p25..p75 over the repetitions):\n",
+      m.reps, micro_iters);
+  std::printf("  %-34s %9s %9s   %s\n", "", "wall", "cpu", "cpu p25..p75");
+  print_cost("phase scope, begin+end", m.phase_scope);
+  print_cost("phase scope, session off", m.phase_scope_off);
+  print_cost("module scope (watched module)", m.module_scope);
+  print_cost("one /proc/self/statm read", m.rss_read,
+             "  (a CPU phase end reads it at most once a ms)");
+  char note[96];
+  std::snprintf(note, sizeof note, "  (%.0f RecordFunction call(s) each)", m.ops_per_call);
+  print_cost("one ATen op (at::mul, 4 floats)", m.op, note);
+  print_cost("+ fathom op callback", m.fathom_op,
+             fathom::nvtx::tool_attached() ? "" : "  [not registered: no NVTX tool]");
+  print_cost("+ fathom op callback, +shapes", m.fathom_op_shapes);
+  print_cost("+ fathom FLOP callback (at::mul)", m.flop_op, "  (profiled steps only)");
+  print_cost("+ fathom FLOP callback (at::mm 2x2)", m.flop_mm, "  (counted; profiled steps only)");
+  print_cost("+ torch profiler (Kineto, CPU)", m.kineto_op);
+  print_cost("+ torch emit_nvtx", m.emit_nvtx_op);
+  if (m.kineto_op.cpu > 0)
+    std::printf("  fathom op callback / Kineto's, per op: %.3f x CPU time, %.3f x wall time\n",
+                m.fathom_op.cpu / m.kineto_op.cpu, m.fathom_op.wall / m.kineto_op.wall);
 
   // On a GPU the wall time is what a user pays; on a shared CPU-only machine, CPU time is the
   // measure that neighbours disturb least.
@@ -548,32 +754,35 @@ int main(int argc, char** argv) try {
   };
   const double phases = overhead("fathom phases"), ops = overhead("fathom ops"),
                kin = overhead("torch profiler");
-  const double step_ns = median(variants[0].step_ms) * 1e6;
+  // The step in the same measure as the per-call costs it is set against (CPU time on a CPU).
+  const double step_ns = median(cuda ? variants[0].step_ms : variants[0].cpu_ms) * 1e6;
   // A step opens 1 step + 5 phase-like scopes (2 copies, forward, backward, optimizer).
-  const double scope_share = 6 * m.phase_scope_ns / step_ns;
-  const double fathom_ops_share = step_ops * m.fathom_op_ns / step_ns;
-  const double kineto_ops_share = step_ops * m.kineto_op_ns / step_ns;
+  const double scope_share = 6 * m.phase_scope.cpu / step_ns;
+  const double fathom_ops_share = step_ops * m.fathom_op.cpu / step_ns;
+  const double kineto_ops_share = step_ops * m.kineto_op.cpu / step_ns;
   std::printf(
-      "\none training step: %.1f ms, %.0f ATen ops (RecordFunction calls, forward and backward); "
-      "load average %s after the loops\n",
-      step_ns / 1e6, step_ops, load_after_loops.c_str());
+      "\none training step: %.1f ms wall, %.1f ms CPU, %.0f ATen ops (RecordFunction calls, "
+      "forward "
+      "and backward); load average %s after the loops\n",
+      median(variants[0].step_ms), median(variants[0].cpu_ms), step_ops, load_after_loops.c_str());
   std::printf(
       "\ntargets (measured: median of per-repetition %s ratios; derived: per-call costs x calls "
       "per step):\n",
       cuda ? "wall-time" : "CPU-time");
   std::printf(
       "  phase level, target < 1%% of step time: measured %+.2f%%, derived %.4f%% (6 scopes x %.0f "
-      "ns)\n",
-      phases * 100, scope_share * 100, m.phase_scope_ns);
+      "ns CPU)\n",
+      phases * 100, scope_share * 100, m.phase_scope.cpu);
   std::printf(
       "  op level, target < 0.5 x the torch profiler's: measured fathom %+.2f%% vs profiler "
       "%+.2f%%",
       ops * 100, kin * 100);
   if (kin > 0) std::printf(" (%.2f x)", ops / kin);
   std::printf(
-      ";\n    derived fathom %.2f%% vs profiler %.2f%% (%.0f ops x %.0f ns vs %.0f ns) = %.2f x\n",
-      fathom_ops_share * 100, kineto_ops_share * 100, step_ops, m.fathom_op_ns, m.kineto_op_ns,
-      m.kineto_op_ns > 0 ? m.fathom_op_ns / m.kineto_op_ns : 0.0);
+      ";\n    derived fathom %.2f%% vs profiler %.2f%% (%.0f ops x %.0f ns vs %.0f ns CPU) = %.2f "
+      "x\n",
+      fathom_ops_share * 100, kineto_ops_share * 100, step_ops, m.fathom_op.cpu, m.kineto_op.cpu,
+      m.kineto_op.cpu > 0 ? m.fathom_op.cpu / m.kineto_op.cpu : 0.0);
   fathom::fs::remove_tree(report_dir());
   return 0;
 } catch (const std::exception& e) {

@@ -31,7 +31,8 @@ if _RECORDER_PATH.is_file():
 class _Event(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_char), ("thread", ctypes.c_uint64), ("domain", ctypes.c_char_p),
                 ("category", ctypes.c_uint32), ("color", ctypes.c_uint32), ("id", ctypes.c_uint64),
-                ("message", ctypes.c_char_p)]
+                ("message", ctypes.c_char_p), ("registered", ctypes.c_bool),
+                ("has_payload", ctypes.c_bool), ("payload", ctypes.c_int64)]
 
 
 class NvtxEvents:
@@ -52,6 +53,15 @@ class NvtxEvents:
         for i in range(self._lib.fathom_nvtx_recorder_count()):
             if self._lib.fathom_nvtx_recorder_event(i, ctypes.byref(e)) and e.domain == b"fathom":
                 out.append((e.kind.decode(), e.thread, e.id, (e.message or b"").decode()))
+        return out
+
+    def payloads(self):
+        """(message, int64 payload or None) of every push and start: an op's sequence number."""
+        out, e = [], _Event()
+        for i in range(self._lib.fathom_nvtx_recorder_count()):
+            if (self._lib.fathom_nvtx_recorder_event(i, ctypes.byref(e)) and e.domain == b"fathom"
+                    and e.kind in (b"P", b"S")):
+                out.append(((e.message or b"").decode(), e.payload if e.has_payload else None))
         return out
 
     def ranges(self):

@@ -85,8 +85,12 @@ def test_ops_level_adds_aten_op_ranges_inside_modules(nvtx, report_dir, tiny_mod
     ranges = nvtx.ranges()
     in_linear = [m for m, a in ranges if a and a[-1] == "0 (Linear)"]
     assert any(m.startswith("aten::linear") for m in in_linear), in_linear
-    # backward ops carry the sequence number that ties them to their forward op
-    assert any("Backward" in m and ", seq = " in m for m, _ in ranges)
+    # backward ops carry the sequence number that ties them to their forward op, as the payload
+    # of a range named by the op alone
+    payloads = nvtx.payloads()
+    assert any("Backward" in m and seq is not None and ", seq = " not in m for m, seq in payloads)
+    forward_seqs = {seq for m, seq in payloads if m.startswith("aten::") and seq is not None}
+    assert any(seq in forward_seqs for m, seq in payloads if "Backward" in m), payloads
     # closing the session removed the op callback
     nvtx.clear()
     torch.ones(3).sum()

@@ -246,6 +246,39 @@ TEST(NsightExport, OneDevicesPassReadsOnlyItsProcesses) {
   std::filesystem::remove(path);
 }
 
+// fathom's op callback registers each op's name once and sends the sequence number as the range's
+// int64 payload: the reader takes the name from the string table and the number from the payload,
+// for qualified ATen names and for autograd nodes ("AddmmBackward0") alike.
+TEST(NsightExport, FathomOpRangesTakeTheSequenceNumberFromThePayload) {
+  const std::string path = temp_path("op_payloads.sqlite");
+  {
+    NsightExportBuilder b(path);
+    const std::int64_t t = global_tid(100, 101);
+    b.gpu(0, "NVIDIA H200", 9, 0);
+    b.domain(5, "fathom");
+    b.fathom_range(1000, 2000, t, "forward", FathomCategory::Phase);
+    b.fathom_op(1100, 1200, t, "aten::addmm", 12);
+    b.fathom_op(1300, 1400, t, "aten::empty", -1);
+    b.fathom_op(1500, 1600, t, "AddmmBackward0", 12);
+    b.fathom_op(1700, 1800, t, "aten::mm, seq = 7 [[4, 8], [8, 2]]", 99);  // with shapes: the text
+  }
+  std::vector<OpRecord> ops;
+  read_nsight_export(path, [&](GpuActivity&& b) {
+    for (auto& o : b.ops) ops.push_back(std::move(o));
+  });
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[0].name, "aten::addmm");
+  EXPECT_EQ(ops[0].sequence_nr, 12);
+  EXPECT_EQ(ops[1].name, "aten::empty");
+  EXPECT_EQ(ops[1].sequence_nr, -1);
+  EXPECT_EQ(ops[2].name, "AddmmBackward0");
+  EXPECT_EQ(ops[2].sequence_nr, 12);
+  EXPECT_EQ(ops[3].name, "aten::mm");
+  EXPECT_EQ(ops[3].sequence_nr, 7);
+  EXPECT_EQ(ops[3].input_shapes, (std::vector<std::vector<std::int64_t>>{{4, 8}, {8, 2}}));
+  std::filesystem::remove(path);
+}
+
 TEST(OpRangeText, ReadsEmitNvtxAndFathomsOwnFormat) {
   auto a = detail::parse_op_range_text(
       "aten::mm, seq = 4, op_id = 9, sizes = [[64, 128], [128, 256]], input_op_ids = [(1, 0)]");

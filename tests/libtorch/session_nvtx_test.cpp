@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "collect/nvtx.h"
@@ -147,6 +148,47 @@ TEST_F(SessionNvtxTest, OpRangesWithSequenceNumbersAndShapes) {
   });
   ASSERT_NE(backward_op, t.ranges.end());
   EXPECT_NE(backward_op->message.find("seq = "), std::string::npos);
+}
+
+// Without shapes an op's range is its registered name, and the sequence number travels as the
+// range's payload: no text is formatted per op, and the backward op still names its forward op.
+TEST_F(SessionNvtxTest, OpRangesAreRegisteredNamesWithTheSequenceNumberAsPayload) {
+  Session session(Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops));
+  auto model = tiny_model();
+  for (int i = 0; i < 2; ++i) {  // the second step finds every name already registered
+    auto e = session.epoch();
+    auto step = e.step(4);
+    torch::Tensor loss;
+    {
+      auto f = step.forward();
+      loss = model->forward(torch::randn({4, 8})).sum();
+    }
+    auto b = step.backward();
+    loss.backward();
+  }
+  auto t = tree();
+  EXPECT_TRUE(t.errors.empty()) << t.errors.front();
+  std::vector<const NvtxRange*> addmm, backward;
+  for (const NvtxRange& r : t.ranges) {
+    if (r.message == "aten::addmm") addmm.push_back(&r);
+    if (r.message == "AddmmBackward0") backward.push_back(&r);
+  }
+  ASSERT_EQ(addmm.size(), 4u) << "two Linear layers, two steps";
+  ASSERT_EQ(backward.size(), 4u);
+  std::set<std::int64_t> forward_seqs, backward_seqs;
+  for (const NvtxRange* r : addmm) {
+    EXPECT_TRUE(r->registered);
+    EXPECT_EQ(r->category, static_cast<std::uint32_t>(nvtx::Kind::Op));
+    ASSERT_TRUE(r->payload.has_value());
+    forward_seqs.insert(*r->payload);
+  }
+  EXPECT_EQ(forward_seqs.size(), 4u) << "each forward op has its own number";
+  for (const NvtxRange* r : backward) {
+    EXPECT_TRUE(r->registered);
+    ASSERT_TRUE(r->payload.has_value());
+    backward_seqs.insert(*r->payload);
+  }
+  EXPECT_EQ(backward_seqs, forward_seqs) << "each backward op names its forward op";
 }
 
 TEST_F(SessionNvtxTest, OpRangesStopWhenTheSessionEnds) {

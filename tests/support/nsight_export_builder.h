@@ -51,7 +51,7 @@ class NsightExportBuilder {
         nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL);
       CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
         rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
-        endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
+        endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, int64Value INTEGER);
       CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, totalMemory INTEGER,
         computeMajor INTEGER, computeMinor INTEGER);
       CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER);)");
@@ -126,6 +126,19 @@ class NsightExportBuilder {
   void fathom_range(std::int64_t start, std::int64_t end, std::int64_t tid, const std::string& text,
                     FathomCategory c, std::int64_t domain = 5) {
     range(start, end, tid, text, domain, static_cast<int>(c), c == FathomCategory::Phase);
+  }
+
+  // An op range as fathom's op callback writes it without shapes: the op's name registered, its
+  // sequence number the int64 payload (none where seq < 0).
+  void fathom_op(std::int64_t start, std::int64_t end, std::int64_t tid, const std::string& name,
+                 std::int64_t seq, std::int64_t domain = 5) {
+    exec(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, category, globalTid, textId, domainId, "
+        "int64Value) VALUES (" +
+        std::to_string(start) + ", " + std::to_string(end) + ", " + std::to_string(kPushPop) +
+        ", " + std::to_string(static_cast<int>(FathomCategory::Op)) + ", " + std::to_string(tid) +
+        ", " + std::to_string(string(name)) + ", " + std::to_string(domain) + ", " +
+        (seq >= 0 ? std::to_string(seq) : std::string("NULL")) + ")");
   }
 
   void runtime(std::int64_t start, std::int64_t end, std::int64_t tid, std::int64_t corr,

@@ -25,6 +25,9 @@ struct Event {
   std::uint32_t color;
   std::uint64_t id;
   std::string message;
+  bool registered;
+  bool has_payload;
+  std::int64_t payload;
 };
 
 struct Recorder {
@@ -62,8 +65,11 @@ std::uint64_t record(char kind, nvtxDomainHandle_t d, const nvtxEventAttributes_
   Recorder& r = recorder();
   std::lock_guard<std::mutex> lock(r.mu);
   if (kind == 'S') id = r.next_id++;
+  const bool registered = a && a->messageType == NVTX_MESSAGE_TYPE_REGISTERED;
+  const bool has_payload = a && a->payloadType == NVTX_PAYLOAD_TYPE_INT64;
   r.events.push_back(Event{kind, this_thread(), as_domain(d), a ? a->category : 0u,
-                           a ? a->color : 0u, id, message_of(a)});
+                           a ? a->color : 0u, id, message_of(a), registered, has_payload,
+                           has_payload ? a->payload.llValue : 0});
   return id;
 }
 
@@ -135,9 +141,16 @@ __attribute__((visibility("default"))) bool fathom_nvtx_recorder_event(std::size
   std::lock_guard<std::mutex> lock(r.mu);
   if (i >= r.events.size() || !out) return false;
   const Event& e = r.events[i];
-  *out = FathomNvtxEvent{e.kind,           e.thread, e.domain ? e.domain->name.c_str() : "",
-                         e.category,       e.color,  e.id,
-                         e.message.c_str()};
+  *out = FathomNvtxEvent{e.kind,
+                         e.thread,
+                         e.domain ? e.domain->name.c_str() : "",
+                         e.category,
+                         e.color,
+                         e.id,
+                         e.message.c_str(),
+                         e.registered,
+                         e.has_payload,
+                         e.payload};
   return true;
 }
 

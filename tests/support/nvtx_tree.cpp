@@ -36,7 +36,9 @@ std::vector<NvtxEvent> recorded_events() {
   for (std::size_t i = 0; i < n; ++i) {
     FathomNvtxEvent e{};
     if (!get(i, &e)) break;
-    out.push_back(NvtxEvent{e.kind, e.thread, e.domain, e.category, e.color, e.id, e.message});
+    NvtxEvent ev{e.kind, e.thread, e.domain, e.category, e.color, e.id, e.message, e.registered};
+    if (e.has_payload) ev.payload = e.payload;
+    out.push_back(std::move(ev));
   }
   return out;
 }
@@ -97,7 +99,8 @@ NvtxTree build_tree(const std::vector<NvtxEvent>& events, const std::string& dom
         {
           NvtxEvent top = stack.back();
           stack.pop_back();
-          tree.ranges.push_back(NvtxRange{top.message, top.category, top.thread, false, names()});
+          tree.ranges.push_back(NvtxRange{top.message, top.category, top.thread, false, names(),
+                                          top.registered, top.payload});
         }
         break;
       case 'S':
@@ -111,7 +114,8 @@ NvtxTree build_tree(const std::vector<NvtxEvent>& events, const std::string& dom
           break;
         }
         const NvtxEvent& s = it->second.event;
-        tree.ranges.push_back(NvtxRange{s.message, s.category, s.thread, true, it->second.parents});
+        tree.ranges.push_back(NvtxRange{s.message, s.category, s.thread, true, it->second.parents,
+                                        s.registered, s.payload});
         open.erase(it);
         break;
       }

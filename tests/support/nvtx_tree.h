@@ -2,6 +2,7 @@
 // Rebuilds the ranges a program emitted from recorded NVTX events, to check that they are
 // balanced and nested. Works on in-process events and on NVTX_RECORDER_OUT dumps alike.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ struct NvtxEvent {
   std::uint32_t color = 0;
   std::uint64_t id = 0;
   std::string message;
+  bool registered = false;              // the message was a registered string handle
+  std::optional<std::int64_t> payload;  // an int64 payload (an op's sequence number)
 };
 
 // A closed range with the names of the push ranges around it, outermost first.
@@ -24,6 +27,8 @@ struct NvtxRange {
   std::uint64_t thread = 0;
   bool process_range = false;  // start/end rather than push/pop
   std::vector<std::string> ancestors;
+  bool registered = false;
+  std::optional<std::int64_t> payload;
 };
 
 struct NvtxTree {

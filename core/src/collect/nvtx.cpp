@@ -45,6 +45,14 @@ nvtxEventAttributes_t attributes(Kind kind, const char* message, std::uint32_t a
   return a;
 }
 
+template <typename Message>
+nvtxEventAttributes_t attributes(Kind kind, Message message, Payload payload) noexcept {
+  nvtxEventAttributes_t a = attributes(kind, message, 0);
+  a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+  a.payload.llValue = payload.value;
+  return a;
+}
+
 }  // namespace
 
 std::string_view kind_name(Kind k) noexcept {
@@ -98,6 +106,16 @@ void push(Kind kind, const char* message, std::uint32_t argb) noexcept {
   nvtxDomainRangePushEx(domain(), &a);
 }
 
+void push(Kind kind, Name name, Payload payload) noexcept {
+  auto a = attributes(kind, name, payload);
+  nvtxDomainRangePushEx(domain(), &a);
+}
+
+void push(Kind kind, const char* message, Payload payload) noexcept {
+  auto a = attributes(kind, message, payload);
+  nvtxDomainRangePushEx(domain(), &a);
+}
+
 void pop() noexcept { nvtxDomainRangePop(domain()); }
 
 RangeId start(Kind kind, Name name, std::uint32_t argb) noexcept {
@@ -107,6 +125,16 @@ RangeId start(Kind kind, Name name, std::uint32_t argb) noexcept {
 
 RangeId start(Kind kind, const char* message, std::uint32_t argb) noexcept {
   auto a = attributes(kind, message, argb);
+  return nvtxDomainRangeStartEx(domain(), &a);
+}
+
+RangeId start(Kind kind, Name name, Payload payload) noexcept {
+  auto a = attributes(kind, name, payload);
+  return nvtxDomainRangeStartEx(domain(), &a);
+}
+
+RangeId start(Kind kind, const char* message, Payload payload) noexcept {
+  auto a = attributes(kind, message, payload);
   return nvtxDomainRangeStartEx(domain(), &a);
 }
 

@@ -20,8 +20,17 @@ struct Name {
 };
 Name register_name(std::string_view text) noexcept;
 
+// A number a range carries beside its name (an op's autograd sequence number): tools show it next
+// to the name and Nsight Systems exports it (NVTX_EVENTS.int64Value), so the name can stay a
+// registered string instead of a text formatted per range.
+struct Payload {
+  std::int64_t value = 0;
+};
+
 // Thread-local ranges: push and pop on the same thread.
 void push(Kind kind, Name name, std::uint32_t argb = 0) noexcept;
+void push(Kind kind, Name name, Payload payload) noexcept;
+void push(Kind kind, const char* message, Payload payload) noexcept;
 void push(Kind kind, const char* message, std::uint32_t argb = 0) noexcept;
 void pop() noexcept;
 
@@ -29,6 +38,8 @@ void pop() noexcept;
 using RangeId = std::uint64_t;
 RangeId start(Kind kind, Name name, std::uint32_t argb = 0) noexcept;
 RangeId start(Kind kind, const char* message, std::uint32_t argb = 0) noexcept;
+RangeId start(Kind kind, Name name, Payload payload) noexcept;
+RangeId start(Kind kind, const char* message, Payload payload) noexcept;
 void end(RangeId id) noexcept;
 
 void mark(Kind kind, const char* message) noexcept;

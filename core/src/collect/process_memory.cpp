@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -30,18 +31,23 @@ std::optional<std::int64_t> status_kib(const char* key) noexcept {
 }  // namespace
 
 std::optional<std::int64_t> current_rss_bytes() noexcept {
-  // Read at every phase end on CPU runs, so the file stays open: a pread at offset 0 makes the
-  // kernel regenerate the line, and costs about a microsecond where open+read+close costs
-  // several. The second field is the resident set in pages.
+  // Read at phase ends on CPU runs (sampled: resident_sampler.h), so the file stays open: a pread
+  // at offset 0 makes the kernel regenerate the line, and costs about a microsecond where
+  // open+read+close costs several. The second field is the resident set in pages.
   static const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   static const long page = ::sysconf(_SC_PAGESIZE);
   if (fd < 0) return std::nullopt;
   char buf[128];
-  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
   if (n <= 0) return std::nullopt;
-  buf[n] = '\0';
-  long long size = 0, resident = 0;
-  if (std::sscanf(buf, "%lld %lld", &size, &resident) != 2) return std::nullopt;
+  // "size resident shared ...": the second number, without sscanf's locale and format machinery.
+  const char* p = buf;
+  const char* const last = buf + n;
+  std::int64_t size = 0, resident = 0;
+  auto r = std::from_chars(p, last, size);
+  if (r.ec != std::errc() || r.ptr == last || *r.ptr != ' ') return std::nullopt;
+  r = std::from_chars(r.ptr + 1, last, resident);
+  if (r.ec != std::errc()) return std::nullopt;
   return resident * static_cast<std::int64_t>(page);
 }
 

@@ -2,17 +2,19 @@
 
 #include <ATen/record_function.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 
 #include "collect/nvtx.h"
+#include "collect/nvtx_name_cache.h"
 
 namespace fathom::detail {
 namespace {
 
-// Remembers how the range was opened, so the end callback closes it the same way.
-struct OpRange : at::ObserverContext {
-  bool process_range = false;
+// Only ops that may end on another thread get a context: it carries their process range's id.
+// Every other op's end pops the range its start pushed on this thread.
+struct ProcessRange : at::ObserverContext {
   nvtx::RangeId id = 0;
 };
 
@@ -39,40 +41,70 @@ void append_shapes(std::string& msg, const at::RecordFunction& fn) {
   msg += "]";
 }
 
-template <bool kShapes>
+std::unique_ptr<at::ObserverContext> process_range(nvtx::RangeId id) {
+  auto ctx = std::make_unique<ProcessRange>();
+  ctx->id = id;
+  return ctx;
+}
+
+// The hot path: the op's registered name (one lookup; registered on its first sighting) and its
+// sequence number as the range's payload. Nothing is allocated for an op that ends on the thread
+// that started it.
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  const char* text = fn.name();
+  const nvtx::Name name = nvtx::op_names().find(std::string_view(text, std::strlen(text)));
+  const std::int64_t seq = fn.seqNr();
+  // An async op may end on another thread than the one that started it: a thread-local
+  // push/pop would then be unbalanced, a process range is not.
+  if (fn.isAsync()) {
+    nvtx::RangeId id = 0;
+    if (name.handle)
+      id = seq >= 0 ? nvtx::start(nvtx::Kind::Op, name, nvtx::Payload{seq})
+                    : nvtx::start(nvtx::Kind::Op, name);
+    else  // the cache is full: the text itself
+      id = seq >= 0 ? nvtx::start(nvtx::Kind::Op, text, nvtx::Payload{seq})
+                    : nvtx::start(nvtx::Kind::Op, text);
+    return process_range(id);
+  }
+  if (name.handle) {
+    if (seq >= 0)
+      nvtx::push(nvtx::Kind::Op, name, nvtx::Payload{seq});
+    else
+      nvtx::push(nvtx::Kind::Op, name);
+  } else if (seq >= 0) {
+    nvtx::push(nvtx::Kind::Op, text, nvtx::Payload{seq});
+  } else {
+    nvtx::push(nvtx::Kind::Op, text);
+  }
+  return nullptr;
+}
+
+// With record_shapes every op's text differs (its input shapes): formatted per op, as
+// emit_nvtx(record_shapes=True) does, "aten::addmm, seq = 12 [[4, 8], ...]".
+std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
   std::string msg = fn.name();
   if (fn.seqNr() >= 0) {
     msg += ", seq = ";
     msg += std::to_string(fn.seqNr());
   }
-  if constexpr (kShapes) append_shapes(msg, fn);
-  auto ctx = std::make_unique<OpRange>();
-  // An async op may end on another thread than the one that started it: a thread-local
-  // push/pop would then be unbalanced, a process range is not.
-  if (fn.isAsync()) {
-    ctx->process_range = true;
-    ctx->id = nvtx::start(nvtx::Kind::Op, msg.c_str());
-  } else {
-    nvtx::push(nvtx::Kind::Op, msg.c_str());
-  }
-  return ctx;
+  append_shapes(msg, fn);
+  if (fn.isAsync()) return process_range(nvtx::start(nvtx::Kind::Op, msg.c_str()));
+  nvtx::push(nvtx::Kind::Op, msg.c_str());
+  return nullptr;
 }
 
 void on_end(const at::RecordFunction&, at::ObserverContext* ctx) {
-  auto* r = static_cast<OpRange*>(ctx);
-  if (r && r->process_range) {
-    nvtx::end(r->id);
-  } else {
+  if (ctx)
+    nvtx::end(static_cast<ProcessRange*>(ctx)->id);
+  else
     nvtx::pop();
-  }
 }
 
 }  // namespace
 
 OpRanges::OpRanges(bool record_shapes) {
   if (!nvtx::tool_attached()) return;
-  at::RecordFunctionCallback cb(record_shapes ? &on_start<true> : &on_start<false>, &on_end);
+  at::RecordFunctionCallback cb(record_shapes ? &on_start_with_shapes : &on_start, &on_end);
   cb.needsInputs(record_shapes)
       .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
   handle_ = at::addGlobalCallback(cb);

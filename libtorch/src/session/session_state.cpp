@@ -286,7 +286,7 @@ void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot,
   r.end_ns = now_ns();
   r.aborted = aborted;
   reverse_order(extensions_, [&](SessionExtension& e) { e.on_phase_end(p, aborted); });
-  if (!device_.enabled()) r.rss_bytes = current_rss_bytes();
+  if (!device_.enabled()) r.rss_bytes = resident_.at(r.end_ns);
   if (phase_ranges()) nvtx::pop();
   if (device_slot >= 0) {
     device_.end(device_slot, r);  // delivered once the device time is known

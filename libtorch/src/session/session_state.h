@@ -13,6 +13,7 @@
 
 #include "aggregate/epoch_accumulator.h"
 #include "collect/nvtx.h"
+#include "collect/resident_sampler.h"
 #include "measure/allocator_access.h"
 #include "measure/device_meter.h"
 #include "records/run_name.h"
@@ -84,6 +85,8 @@ class SessionState {
   // becomes `<name>-N`, said in a warning and in the report's run_name.
   void claim_report_name();
 
+  // CPU runs' resident-memory readings at phase ends (benchmarks count them).
+  const ResidentSampler& resident() const noexcept { return resident_; }
   RunReport& report() noexcept { return report_; }
   const std::string& report_path() const noexcept { return report_path_; }
   std::int64_t step_index() const noexcept { return step_index_; }
@@ -111,6 +114,7 @@ class SessionState {
   RankInfo rank_;
   std::string rank_range_suffix_;  // " [rank 3]" in a distributed job
   DeviceMeter device_;
+  ResidentSampler resident_;  // CPU runs: resident memory at phase ends, sampled
   std::unique_ptr<OpRanges> op_ranges_;
   std::vector<std::unique_ptr<SessionExtension>> extensions_;
   Extensions known_;

@@ -269,10 +269,10 @@ class Reader {
       where += h == " WHERE 0" ? std::string(" AND 0") : " AND" + h.substr(6);
     }
     add_cursor(Source::Nvtx,
-               fmt::format("SELECT start, {}, {}, {}, {}, {}, {} FROM {}{} ORDER BY start",
+               fmt::format("SELECT start, {}, {}, {}, {}, {}, {}, {} FROM {}{} ORDER BY start",
                            c.optional("end"), c.optional("text"), c.optional("textId"),
                            c.optional("globalTid"), c.optional("domainId"), c.optional("category"),
-                           detail::kNvtxTable, where));
+                           c.optional("int64Value"), detail::kNvtxTable, where));
   }
 
   void add_cursor(Source s, const std::string& sql) {
@@ -374,7 +374,8 @@ class Reader {
     const std::int64_t domain = q.integer(5);
     if (fathom_domain(domain)) {
       ++info_.fathom_ranges;
-      take_fathom_range(static_cast<nvtx::Kind>(q.integer(6)), text, thread, start, *end);
+      const std::optional<std::int64_t> payload = q.optional_integer(7);
+      take_fathom_range(static_cast<nvtx::Kind>(q.integer(6)), text, payload, thread, start, *end);
     } else if (domain == 0) {
       take_default_range(text, thread, start, *end);
     } else {
@@ -382,7 +383,8 @@ class Reader {
     }
   }
 
-  void take_fathom_range(nvtx::Kind kind, std::string_view text, std::uint64_t thread,
+  void take_fathom_range(nvtx::Kind kind, std::string_view text,
+                         std::optional<std::int64_t> payload, std::uint64_t thread,
                          std::int64_t start, std::int64_t end) {
     switch (kind) {
       case nvtx::Kind::Step:
@@ -393,11 +395,24 @@ class Reader {
           add_annotation(text, thread, start, end, AnnotationRole::Phase, *p, true);
         break;
       case nvtx::Kind::Op:
-        if (auto op = detail::parse_op_range_text(text)) add_op(std::move(*op), thread, start, end);
+        add_op(fathom_op(text, payload), thread, start, end);
         break;
       default:  // epochs, modules and findings: the GPU analyses do not read them
         break;
     }
+  }
+
+  // fathom's op ranges: the category says it is an op. Without shapes the text is the op's name
+  // alone (a registered string) and its sequence number the range's int64 payload; with shapes
+  // both are in the text.
+  static detail::OpRangeText fathom_op(std::string_view text, std::optional<std::int64_t> payload) {
+    detail::OpRangeText op;
+    if (auto parsed = detail::parse_op_range_text(text))
+      op = std::move(*parsed);
+    else
+      op.name = std::string(text);
+    if (op.sequence_nr < 0 && payload && *payload >= 0) op.sequence_nr = *payload;
+    return op;
   }
 
   // PyTorch's emit_nvtx ranges (ops; autograd nodes are the backward pass) and user ranges that
