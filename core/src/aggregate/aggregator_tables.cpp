@@ -139,6 +139,7 @@ void GpuAggregator::Impl::add_runtime(const RuntimeCallRecord& r) {
       id = it->second;
     } else {
       id = static_cast<std::uint32_t>(runtime_calls.size());
+      runtime_blocks.reserve(runtime_calls.size() + 1);  // then the two rows stay aligned
       runtime_calls.push_back(RuntimeStats{r.name});
       runtime_blocks.push_back(is_host_sync_call(r.name));
       runtime_index.emplace(r.name, id);
