@@ -55,6 +55,28 @@ TEST_F(ActivityParserTest, KernelFieldsComeFromKernel10) {
   EXPECT_EQ(p.error, CUPTI_SUCCESS);
 }
 
+// CUPTI shares a kernel's name string among its records: the aggregator finds the name's row by
+// that string's address instead of hashing the name (KernelRecord::name_key).
+TEST_F(ActivityParserTest, KernelsSharingCuptisNameStringShareANameKey) {
+  static const char gemm[] = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64";
+  static const char same_text_elsewhere[] =
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64";
+  for (const char* name : {gemm, gemm, same_text_elsewhere}) {
+    auto& k = b.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    k.name = name;
+    k.start = 5000;
+    k.end = 7500;
+  }
+  ParsedBuffer p = parse();
+  ASSERT_EQ(p.activity.kernels.size(), 3u);
+  EXPECT_NE(p.activity.kernels[0].name_key, 0u);
+  EXPECT_EQ(p.activity.kernels[0].name_key, p.activity.kernels[1].name_key);
+  // Another string with the same text: another key (the aggregator checks names, so it is only
+  // a second lookup, never a second row).
+  EXPECT_NE(p.activity.kernels[0].name_key, p.activity.kernels[2].name_key);
+  EXPECT_EQ(p.activity.kernels[2].name, p.activity.kernels[0].name);
+}
+
 TEST_F(ActivityParserTest, MemcpyTellsPageableFromPinnedAndAsyncFromSync) {
   auto& pageable = b.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
   pageable.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;

@@ -37,6 +37,11 @@ struct KernelRecord {
   std::optional<Phase> phase;     // the fathom phase open when it was launched, if known
   std::int32_t grid_x = 0, grid_y = 0, grid_z = 0;
   std::int32_t block_x = 0, block_y = 0, block_z = 0;
+  // The source's key for the name, 0 if it has none: records with one key have one name (CUPTI
+  // shares a kernel's name string among its records; the collector passes its address). Lets the
+  // aggregator find the name's row without hashing it; a key that names two strings is only
+  // slower, never wrong.
+  std::uint64_t name_key = 0;
 };
 
 struct MemcpyRecord {

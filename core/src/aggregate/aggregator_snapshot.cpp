@@ -11,7 +11,7 @@ GpuAggregate GpuAggregator::Impl::snapshot() {
   // Sweep what is held, but keep the host records: later GPU records may still need them.
   if (!held.empty()) {
     const Lookup l = build_lookup();
-    for (HeldGpu& h : held) attribute(h, l);
+    held.for_each([&](HeldGpu& h) { attribute(h, l); });
     sweep_timeline(l);
     held.clear();
   }

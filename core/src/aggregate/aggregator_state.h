@@ -18,12 +18,13 @@
 #include <vector>
 
 #include "aggregate/gpu_aggregator.h"
+#include "aggregate/held_window.h"
+#include "aggregate/id_map.h"
 #include "aggregate/kernel_classifier.h"
+#include "aggregate/name_key_cache.h"
 
 namespace fathom {
 namespace aggregation {
-inline constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min();
-
 struct StringHash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const noexcept {
@@ -31,27 +32,6 @@ struct StringHash {
   }
 };
 using NameIndex = std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>>;
-
-enum class HeldType : std::uint8_t { Kernel, Memcpy, Memset };
-
-// A GPU record as the sweep needs it: ~64 bytes, whatever the kernel's name.
-struct HeldGpu {
-  std::int64_t start = 0;
-  std::int64_t end = 0;
-  std::int64_t bytes = 0;
-  std::uint64_t correlation = 0;
-  std::uint64_t external_id = 0;
-  std::int64_t launch_ns = kNever;  // host time of the launch, found by the sweep
-  std::int32_t device = 0;
-  HeldType type = HeldType::Kernel;
-  bool tensor_core = false;
-  bool communication = false;
-  std::int64_t step = -1;      // the step row that launched it; -1 if none
-  std::int8_t phase = -1;      // given by the source (external correlation); -1 if not
-  bool undecided = false;      // the name says neither Tensor Cores nor CUDA cores
-  bool op_may_decide = false;  // ... and a 16- / 8-bit eligible op on this device would
-  std::uint32_t kernel = 0;    // KernelStats index
-};
 
 // The host side of a launch (a runtime call), by correlation id.
 struct Launch {
@@ -151,14 +131,18 @@ struct GpuAggregator::Impl {
 
   std::vector<DeviceProperties> devices;
   NameIndex kernel_index;
+  NameKeyCache kernel_keys;  // by KernelRecord::name_key, checked against kernel_index's names
   std::vector<KernelStats> kernels;
   std::vector<MemcpyStats> memcpys;
   MemsetStats memsets;
   std::vector<SyncStats> syncs;
   NameIndex runtime_index;
   std::vector<RuntimeStats> runtime_calls;
+  std::vector<bool> runtime_blocks;  // per runtime_calls row: is_host_sync_call(name)
+  std::uint32_t last_runtime = 0;    // the row of the last call: launches come in runs
   NameIndex op_index;
   std::vector<EligibleOpStats> ops;
+  std::string op_key;  // add_op's key, built here to keep its memory from one op to the next
   std::array<PhaseGpuStats, kPhaseBuckets> phases{};
   std::vector<DeviceState> timelines;
   std::vector<StepGpuStats> step_rows;
@@ -175,11 +159,11 @@ struct GpuAggregator::Impl {
 
   // The window held for the next sweep, and the host records of this and the last generation
   // (a kernel is delivered in the same or the next batch as its launch).
-  std::vector<HeldGpu> held;
+  HeldWindow held;
   std::uint32_t generation = 0;
-  std::array<std::unordered_map<std::uint64_t, Launch>, 2> launches;
+  std::array<IdMap<Launch>, 2> launches;
   std::array<std::vector<OpInstance>, 2> op_instances;
-  std::array<std::unordered_map<std::uint64_t, std::uint32_t>, 2> op_by_external_id;
+  std::array<IdMap<std::uint32_t>, 2> op_by_external_id;
   std::vector<PhaseRange> ranges;
   std::vector<HostSpan> host_syncs;
   std::size_t host_added = 0;  // host records held in this generation
@@ -220,6 +204,8 @@ struct GpuAggregator::Impl {
   // One class per name, with the capability of the device it was first seen on (a process with
   // GPUs of two architectures would need one row per device; none of the sources mixes them).
   std::uint32_t intern_kernel(std::string_view name, std::int32_t device);
+  // The record's row: by its name key where the source gave one, else by intern_kernel.
+  std::uint32_t kernel_row(const KernelRecord& r);
 
   void add_kernel(const KernelRecord& r);
 

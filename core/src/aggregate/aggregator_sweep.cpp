@@ -70,8 +70,7 @@ OpInstance* GpuAggregator::Impl::op_at(const Lookup& l, std::uint64_t thread, st
 const Launch* GpuAggregator::Impl::find_launch(std::uint64_t correlation) const {
   if (correlation == 0) return nullptr;
   for (std::size_t g : {cur(), prev()}) {
-    auto it = launches[g].find(correlation);
-    if (it != launches[g].end()) return &it->second;
+    if (const Launch* l = launches[g].find(correlation)) return l;
   }
   return nullptr;
 }
@@ -79,8 +78,8 @@ const Launch* GpuAggregator::Impl::find_launch(std::uint64_t correlation) const 
 OpInstance* GpuAggregator::Impl::find_op(std::uint64_t external_id) {
   if (external_id == 0) return nullptr;
   for (std::size_t g : {cur(), prev()}) {
-    auto it = op_by_external_id[g].find(external_id);
-    if (it != op_by_external_id[g].end()) return &op_instances[g][it->second];
+    if (const std::uint32_t* i = op_by_external_id[g].find(external_id))
+      return &op_instances[g][*i];
   }
   return nullptr;
 }
@@ -195,16 +194,11 @@ DeviceState& GpuAggregator::Impl::device_state(std::int32_t device) {
 }
 
 void GpuAggregator::Impl::sweep_timeline(const Lookup& l) {
-  const auto by_device_then_start = [](const HeldGpu& a, const HeldGpu& b) {
-    return a.device != b.device ? a.device < b.device : a.start < b.start;
-  };
-  // CUPTI delivers records nearly in order; most sweeps need no sort at all.
-  if (!std::is_sorted(held.begin(), held.end(), by_device_then_start))
-    std::sort(held.begin(), held.end(), by_device_then_start);
   const std::int64_t begin = window_begin();
   DeviceState* st = nullptr;
   std::int64_t swept_before = kNever, latest = kNever;
-  for (const HeldGpu& h : held) {
+  // By device, then start (HeldWindow keeps that order as records arrive: no sort here).
+  held.for_each_in_order([&](const HeldGpu& h) {
     if (!st || st->device != h.device) {
       if (st) st->swept_start = std::max(st->swept_start, latest);
       st = &device_state(h.device);
@@ -213,12 +207,12 @@ void GpuAggregator::Impl::sweep_timeline(const Lookup& l) {
     }
     if (h.start < swept_before) {  // its neighbours in time have been swept already
       ++late;
-      continue;
+      return;
     }
     latest = std::max(latest, h.start);
     const std::int64_t s = std::max(h.start, begin);
     const std::int64_t e = h.end;
-    if (e <= s) continue;  // before the window (warm-up before the first step)
+    if (e <= s) return;  // before the window (warm-up before the first step)
     if (!st->busy.open)
       attribute_gap(st->idle, l, begin, s, h.launch_ns);
     else if (s > st->busy.seg_end)
@@ -233,7 +227,7 @@ void GpuAggregator::Impl::sweep_timeline(const Lookup& l) {
       st->memcpy.add(s, e);
       st->kernel_or_memcpy.add(s, e);
     }
-  }
+  });
   if (st) st->swept_start = std::max(st->swept_start, latest);
 }
 
@@ -264,7 +258,7 @@ void GpuAggregator::Impl::next_generation() {
 void GpuAggregator::Impl::sweep() {
   if (!held.empty()) {
     const Lookup l = build_lookup();
-    for (HeldGpu& h : held) attribute(h, l);
+    held.for_each([&](HeldGpu& h) { attribute(h, l); });
     sweep_timeline(l);
     held.clear();
   }

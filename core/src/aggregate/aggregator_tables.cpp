@@ -32,8 +32,16 @@ std::uint32_t GpuAggregator::Impl::intern_kernel(std::string_view name, std::int
   return id;
 }
 
-void GpuAggregator::Impl::add_kernel(const KernelRecord& r) {
+std::uint32_t GpuAggregator::Impl::kernel_row(const KernelRecord& r) {
+  if (auto row = kernel_keys.find(r.name_key); row && kernels[*row].name == r.name) return *row;
   const std::uint32_t id = intern_kernel(r.name, r.device);
+  // A folded row's name is not the record's: such names are looked up by hashing, as before.
+  if (kernels[id].name == r.name) kernel_keys.remember(r.name_key, id);
+  return id;
+}
+
+void GpuAggregator::Impl::add_kernel(const KernelRecord& r) {
+  const std::uint32_t id = kernel_row(r);
   KernelStats& k = kernels[id];
   const std::int64_t d = duration(r.start_ns, r.end_ns);
   k.min_ns = k.count ? std::min(k.min_ns, d) : d;
@@ -105,7 +113,7 @@ void GpuAggregator::Impl::add_memset(const MemsetRecord& r) {
 void GpuAggregator::Impl::hold(const HeldGpu& h) {
   note_time(h.start, h.end);
   max_gpu_end = std::max(max_gpu_end, h.end);
-  held.push_back(h);
+  held.push(h);
   if (held.size() >= limits.window_records) sweep();
 }
 
@@ -125,38 +133,45 @@ void GpuAggregator::Impl::add_sync(const SyncRecord& r) {
 }
 
 void GpuAggregator::Impl::add_runtime(const RuntimeCallRecord& r) {
-  auto it = runtime_index.find(r.name);
-  std::uint32_t id;
-  if (it != runtime_index.end()) {
-    id = it->second;
-  } else {
-    id = static_cast<std::uint32_t>(runtime_calls.size());
-    runtime_calls.push_back(RuntimeStats{r.name});
-    runtime_index.emplace(r.name, id);
+  std::uint32_t id = last_runtime;
+  if (id >= runtime_calls.size() || runtime_calls[id].name != r.name) {
+    if (auto it = runtime_index.find(r.name); it != runtime_index.end()) {
+      id = it->second;
+    } else {
+      id = static_cast<std::uint32_t>(runtime_calls.size());
+      runtime_blocks.reserve(runtime_calls.size() + 1);  // then the two rows stay aligned
+      runtime_calls.push_back(RuntimeStats{r.name});
+      runtime_blocks.push_back(is_host_sync_call(r.name));
+      runtime_index.emplace(r.name, id);
+    }
+    last_runtime = id;
   }
   ++runtime_calls[id].count;
   runtime_calls[id].total_ns += duration(r.start_ns, r.end_ns);
   note_time(r.start_ns, r.end_ns);
   if (r.correlation_id != 0)
-    launches[cur()][r.correlation_id] =
-        Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)};
-  if (is_host_sync_call(r.name)) host_syncs.push_back({r.start_ns, r.end_ns, generation});
+    launches[cur()].assign(r.correlation_id,
+                           Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)});
+  if (runtime_blocks[id]) host_syncs.push_back({r.start_ns, r.end_ns, generation});
   check_host_limit();
 }
 
 void GpuAggregator::Impl::add_op(const OpRecord& r) {
   note_time(r.start_ns, r.end_ns);
   if (!tensor_core_eligible_op(r.name)) return;
-  std::string key = r.name;
-  const std::string shapes = op_shapes_text(r.input_shapes);
-  const std::string dtypes = op_dtypes_text(r.input_shapes, r.input_dtypes);
-  op_dtypes = op_dtypes || !dtypes.empty();
-  key += '\x1f';
-  key += shapes;
-  key += '\x1f';
-  key += dtypes;
+  // name \x1f shapes \x1f dtypes, in a string kept from one op to the next: no allocation once
+  // the longest key has been seen.
+  op_key.assign(r.name);
+  op_key += '\x1f';
+  const std::size_t shapes_at = op_key.size();
+  append_op_shapes_text(op_key, r.input_shapes);
+  const std::size_t shapes_end = op_key.size();
+  op_key += '\x1f';
+  const std::size_t dtypes_at = op_key.size();
+  append_op_dtypes_text(op_key, r.input_shapes, r.input_dtypes);
+  op_dtypes = op_dtypes || op_key.size() > dtypes_at;
   std::uint32_t id;
-  if (auto it = op_index.find(key); it != op_index.end()) {
+  if (auto it = op_index.find(std::string_view(op_key)); it != op_index.end()) {
     id = it->second;
   } else if (op_index.size() >= limits.op_keys) {
     ++folded_ops;
@@ -172,14 +187,15 @@ void GpuAggregator::Impl::add_op(const OpRecord& r) {
     }
   } else {
     id = static_cast<std::uint32_t>(ops.size());
-    ops.push_back(
-        EligibleOpStats{r.name, shapes, dtypes, dims_not_multiple_of_8(r.name, r.input_shapes)});
-    op_index.emplace(std::move(key), id);
+    ops.push_back(EligibleOpStats{r.name, op_key.substr(shapes_at, shapes_end - shapes_at),
+                                  op_key.substr(dtypes_at),
+                                  dims_not_multiple_of_8(r.name, r.input_shapes)});
+    op_index.emplace(op_key, id);
   }
   ++ops[id].instances;
   auto& instances = op_instances[cur()];
   if (r.external_id != 0)
-    op_by_external_id[cur()][r.external_id] = static_cast<std::uint32_t>(instances.size());
+    op_by_external_id[cur()].assign(r.external_id, static_cast<std::uint32_t>(instances.size()));
   OpInstance instance{id, r.start_ns, r.end_ns, r.thread};
   instance.tensor_core_inputs = tensor_core_input_types(r.input_dtypes);
   instances.push_back(instance);

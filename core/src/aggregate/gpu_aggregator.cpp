@@ -67,7 +67,7 @@ void GpuAggregator::flush() noexcept {
   try {
     impl_->sweep();
   } catch (...) {
-    // Out of memory while sorting: the held records are lost, and counted.
+    // Out of memory while sweeping: the held records are lost, and counted.
     impl_->dropped += static_cast<std::int64_t>(impl_->held.size());
     impl_->held.clear();
   }

@@ -1,5 +1,6 @@
 #include "aggregate/tensor_core_ops.h"
 
+#include <charconv>
 #include <utility>
 
 namespace fathom {
@@ -143,30 +144,43 @@ std::string dims_not_multiple_of_8(std::string_view op_name, const Shapes& input
   return out;
 }
 
-std::string op_shapes_text(const Shapes& shapes) {
-  std::string out;
+void append_op_shapes_text(std::string& out, const Shapes& shapes) {
+  const std::size_t from = out.size();
   for (const auto& s : shapes) {
     if (s.empty()) continue;
-    if (!out.empty()) out += ' ';
+    if (out.size() > from) out += ' ';
     out += '[';
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (i) out += ',';
-      out += std::to_string(s[i]);
+      char digits[24];
+      const auto end = std::to_chars(digits, digits + sizeof digits, s[i]).ptr;
+      out.append(digits, end);
     }
     out += ']';
   }
+}
+
+void append_op_dtypes_text(std::string& out, const Shapes& shapes,
+                           const std::vector<std::string>& dtypes) {
+  const std::size_t from = out.size();
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    if (dtypes[i].empty() || (i < shapes.size() && shapes[i].empty()) ||
+        (i >= shapes.size() && !shapes.empty()))
+      continue;
+    if (out.size() > from) out += ' ';
+    out += dtypes[i];
+  }
+}
+
+std::string op_shapes_text(const Shapes& shapes) {
+  std::string out;
+  append_op_shapes_text(out, shapes);
   return out;
 }
 
 std::string op_dtypes_text(const Shapes& shapes, const std::vector<std::string>& dtypes) {
   std::string out;
-  for (std::size_t i = 0; i < dtypes.size(); ++i) {
-    if (dtypes[i].empty() || (i < shapes.size() && shapes[i].empty()) ||
-        (i >= shapes.size() && !shapes.empty()))
-      continue;
-    if (!out.empty()) out += ' ';
-    out += dtypes[i];
-  }
+  append_op_dtypes_text(out, shapes, dtypes);
   return out;
 }
 
@@ -174,7 +188,9 @@ bool tensor_core_input_types(const std::vector<std::string>& dtypes) noexcept {
   // c10's TypeMeta names ("c10::Half", "c10::Float8_e4m3fn", "signed char") and ScalarType names
   // ("Half", "BFloat16", "Float8_e5m2", "Char"), as Kineto and the op hooks write them.
   for (const std::string& d : dtypes) {
-    const std::string_view t = d.substr(0, 5) == "c10::" ? std::string_view(d).substr(5) : d;
+    const std::string_view t = std::string_view(d).substr(0, 5) == "c10::"
+                                   ? std::string_view(d).substr(5)
+                                   : std::string_view(d);
     if (t == "Half" || t == "BFloat16" || t == "signed char" || t == "Char" ||
         t.substr(0, 6) == "Float8" || t.substr(0, 6) == "Float4" || has(t, "qint8"))
       return true;

@@ -28,6 +28,10 @@ std::string dims_not_multiple_of_8(std::string_view op_name,
 std::string op_shapes_text(const std::vector<std::vector<std::int64_t>>& shapes);
 std::string op_dtypes_text(const std::vector<std::vector<std::int64_t>>& shapes,
                            const std::vector<std::string>& dtypes);
+// The same texts appended to out (the aggregator's key, built without allocating).
+void append_op_shapes_text(std::string& out, const std::vector<std::vector<std::int64_t>>& shapes);
+void append_op_dtypes_text(std::string& out, const std::vector<std::vector<std::int64_t>>& shapes,
+                           const std::vector<std::string>& dtypes);
 
 // Some input is a 16- or 8-bit type Tensor Cores compute in: c10::Half, c10::BFloat16,
 // c10::Float8_e4m3fn (and the other Float8 / Float4 types), signed char (int8). The operands of

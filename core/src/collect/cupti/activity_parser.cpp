@@ -123,6 +123,8 @@ void parse_buffer(const Api& api, std::uint8_t* buffer, std::size_t valid_size,
           if (!timed(k->start, k->end, out.lost)) break;
           KernelRecord& o = a.kernels.emplace_back();
           o.name = k->name ? k->name : "";
+          // CUPTI shares one name string among a kernel's records: its address keys the name.
+          o.name_key = reinterpret_cast<std::uintptr_t>(k->name);
           o.device = static_cast<std::int32_t>(k->deviceId);
           o.stream = static_cast<std::int32_t>(k->streamId);
           o.start_ns = raw(k->start);
