@@ -2,7 +2,6 @@
 
 #include <fathom/report_writers.h>
 #include <fathom/version.h>
-#include <fmt/format.h>
 #include <torch/version.h>
 
 #include <cstdio>
@@ -320,11 +319,12 @@ void SessionState::overlapping_phase(Phase p) noexcept {
     const std::string inner(phase_name(p)), outer(phase_name(open_phases_.back()));
     // A scope ends where its block ends: `auto f = step.forward();` without braces stays open
     // to the step's end, and every later phase would be counted inside it as well.
-    const std::string why = fmt::format(
-        "phase {} opened in step {} while phase {} is still open: its time is counted in both. "
-        "A phase scope ends where its block ends; give each phase braces of its own: "
-        "{{ auto f = step.forward(); ... }} {{ auto b = step.backward(); ... }}",
-        inner, step_index_, outer);
+    const std::string why =
+        "phase " + inner + " opened in step " + std::to_string(step_index_) + " while phase " +
+        outer +
+        " is still open: its time is counted in both. A phase scope ends where its block ends; "
+        "give each phase braces of its own: { auto f = step.forward(); ... } "
+        "{ auto b = step.backward(); ... }";
     detail::warn("overlapping phases: ", why);
     if (!said_overlap_) {
       report_.environment.not_measured.push_back({"separate phase times", why});
