@@ -24,9 +24,9 @@ struct ActivationBytes {
   // Saved for backward at a step's peak, by the measured chains; nullopt when none was measured
   // this epoch, and then why says why.
   std::optional<std::int64_t> saved_bytes;
-  std::string why;
   std::optional<std::int64_t> checkpointable_blocks;
   bool checkpointing = false;  // a plan was applied
+  std::string why;
 };
 
 struct FootprintParts {
