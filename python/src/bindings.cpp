@@ -139,6 +139,7 @@ class PySession {
   bool open_epoch = false;
   bool open_step = false;
   int open_phases = 0;
+  Phase open_phase = Phase::Forward;  // the innermost open phase, when open_phases > 0
 
  private:
   std::unique_ptr<Session> session_;
@@ -255,11 +256,20 @@ class PyPhase {
     if (!step_->is_open())
       throw Error(std::string(phase_name(phase_)) +
                   "() phase outside its step: enter it inside `with e.step(n) as step:`");
+    if (step_->owner()->open_phases > 0) {
+      // Each phase's time is its own: one inside another would be counted twice.
+      const std::string open(phase_name(step_->owner()->open_phase));
+      throw Error(std::string(phase_name(phase_)) + "() phase inside the open " + open +
+                  "() phase: leave the `with step." + open +
+                  "():` block first (phases follow "
+                  "each other, they do not nest)");
+    }
     enter_once(state_, "phase");
     if (StepScope* s = step_->scope()) {
       scope_ = std::make_unique<Held<PhaseScope>>();
       scope_->open([&] { return s->phase(phase_); });
       ++step_->owner()->open_phases;
+      step_->owner()->open_phase = phase_;
     }
     return this;
   }

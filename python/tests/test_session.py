@@ -143,6 +143,25 @@ def test_scopes_used_out_of_place_raise_with_the_fix(report_dir):
     session.close()
 
 
+def test_a_phase_inside_another_raises_with_the_fix(report_dir):
+    # C++ warns for the same mistake (tests/libtorch/session_models_test.cpp): one phase's time
+    # would be counted in both.
+    session = fathom.Session(report_dir=report_dir, print_report=False)
+    with session.epoch() as e:
+        with e.step(1) as step:
+            with step.forward():
+                with pytest.raises(fathom.Error,
+                                   match=r"backward\(\) phase inside the open forward\(\) phase: "
+                                         r"leave the `with step.forward\(\):` block first"):
+                    with step.backward():
+                        pass
+            with step.backward():  # after the forward block: fine
+                pass
+    phases = session.report["epochs"][0]["phases"]
+    assert phases["forward"]["count"] == 1 and phases["backward"]["count"] == 1
+    session.close()
+
+
 def test_close_keeps_the_report_and_makes_old_scopes_harmless(report_dir, tiny_model):
     session = fathom.Session(report_dir=report_dir, run_name="closed", print_report=False)
     train(session, tiny_model, epochs=1, steps=2)

@@ -33,6 +33,21 @@ TEST(HardwareFit, FourVariantsAsRunFirst) {
   for (std::size_t i = 1; i < 4; ++i) EXPECT_FALSE(f.variants[i].as_run);
 }
 
+// Before: activation bytes were 0 when no chain was measured, so the variants ranked by their
+// cast caches alone and mixed precision "needed more" than fp32.
+TEST(HardwareFit, NoVariantIsEstimatedWithoutMeasuredActivations) {
+  MemoryFootprint m = fp32_run();
+  m.activation_bytes.reset();
+  m.activation_why = "no model ran through fathom::forward";
+  const HardwareFit f = hardware_fit(m, std::nullopt, std::nullopt);
+  ASSERT_EQ(f.variants.size(), 4u);
+  for (const FitVariant& v : f.variants) {
+    EXPECT_FALSE(v.need_bytes.has_value());
+    EXPECT_TRUE(v.cards.empty());
+    EXPECT_EQ(v.why, "activation bytes not measured: no model ran through fathom::forward");
+  }
+}
+
 TEST(HardwareFit, NeedsFromMeasuredBytesWithAssumedOverhead) {
   const HardwareFit f = hardware_fit(fp32_run(), std::nullopt, std::nullopt);
   EXPECT_FALSE(f.overhead_measured);

@@ -124,6 +124,40 @@ TEST(ReportJson, TelemetryFootprintAndHardwareFitRoundTrip) {
   EXPECT_FALSE(parse_json_report(unwatched, "mem").epochs[0].footprint->optimizer_state_bytes);
   const std::string terminal = format_terminal_report(r, 0);
   EXPECT_NE(terminal.find("optimizer state not measured"), std::string::npos) << terminal;
+
+  // Activations nothing measured: null with its reason, read back as not measured.
+  r.epochs[0].footprint->activation_bytes.reset();
+  r.epochs[0].footprint->activation_why = "no model ran through fathom::forward";
+  const std::string unseen = format_json_report(r);
+  EXPECT_NE(unseen.find("\"activation_bytes\": null"), std::string::npos);
+  EXPECT_NE(unseen.find("\"activation_bytes_why\": \"no model ran through fathom::forward\""),
+            std::string::npos);
+  const RunReport unseen_back = parse_json_report(unseen, "mem");
+  EXPECT_FALSE(unseen_back.epochs[0].footprint->activation_bytes);
+  EXPECT_EQ(unseen_back.epochs[0].footprint->activation_why,
+            "no model ran through fathom::forward");
+  EXPECT_NE(format_terminal_report(r, 0).find("activations not measured (no model ran"),
+            std::string::npos);
+}
+
+TEST(ReportJson, FootprintKeepsEachModelsShare) {
+  RunReport r = test::sample_report();
+  MemoryFootprint m;
+  m.parameter_count = 30;
+  m.parameter_bytes = 120;
+  m.gradient_bytes = 120;
+  m.optimizer_state_bytes = 160;
+  m.activation_bytes = 4096;
+  m.models = {{"Generator", 20, 80, 80, 160}, {"Discriminator", 10, 40, 40, std::nullopt}};
+  r.epochs.at(0).footprint = m;
+  const std::string text = format_json_report(r);
+  const RunReport back = parse_json_report(text, "gan");
+  ASSERT_EQ(back.epochs[0].footprint->models.size(), 2u);
+  EXPECT_EQ(back.epochs[0].footprint->models[0].name, "Generator");
+  EXPECT_EQ(back.epochs[0].footprint->models[0].optimizer_state_bytes, 160);
+  EXPECT_FALSE(back.epochs[0].footprint->models[1].optimizer_state_bytes);
+  EXPECT_EQ(back.epochs[0].footprint->models[1].parameter_count, 10);
+  EXPECT_EQ(format_json_report(back), text);
 }
 
 TEST(ReportJson, ReportsWithoutTelemetryOrFootprintStillRead) {

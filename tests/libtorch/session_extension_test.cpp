@@ -180,7 +180,7 @@ TEST_F(SessionTest, TheFootprintIsTheSameWhateverOrderItsPartsComeIn) {
     for (int i : order) {
       if (i == 0)
         state.add_extension(std::make_unique<detail::FootprintExtension>())
-            ->watch(model->parameters());
+            ->watch(model.ptr().get(), "Sequential", model->parameters());
       else
         state.add_extension(std::make_unique<Part>(i == 1));
     }

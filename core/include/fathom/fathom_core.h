@@ -24,5 +24,6 @@
 #include <fathom/report.h>
 #include <fathom/report_diff.h>
 #include <fathom/report_writers.h>
+#include <fathom/run_main.h>
 #include <fathom/unmeasured.h>
 #include <fathom/version.h>

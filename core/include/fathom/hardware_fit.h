@@ -12,7 +12,19 @@
 
 namespace fathom {
 
-// Measured by the session (libtorch/) from the model, the optimizer and the autograd graph.
+// One watched model's share of the footprint (a GAN's generator and discriminator, say).
+struct ModelFootprint {
+  std::string name;  // the model's type ("Generator"), "#2" added when two share it
+  std::int64_t parameter_count = 0;
+  std::int64_t parameter_bytes = 0;
+  std::int64_t gradient_bytes = 0;
+  // The state the watched optimizers keep for this model's parameters; nullopt when no watched
+  // optimizer holds them, or one that does keeps a state type fathom does not read.
+  std::optional<std::int64_t> optimizer_state_bytes;
+};
+
+// Measured by the session (libtorch/) from the models, the optimizers and the autograd graph.
+// The totals add up every watched model and optimizer (a parameter two models share counts once).
 struct MemoryFootprint {
   std::int64_t parameter_count = 0;
   std::int64_t parameter_bytes = 0;  // as stored (fp32 master weights under autocast)
@@ -20,7 +32,12 @@ struct MemoryFootprint {
   // e.g. Adam's exp_avg and exp_avg_sq; nullopt when no optimizer was watched or its state type
   // is not one fathom reads (the fit then leaves it out and says so).
   std::optional<std::int64_t> optimizer_state_bytes;
-  std::int64_t activation_bytes = 0;                  // saved for backward at a step's peak
+  // Saved for backward at a step's peak, by the chains fathom measured (fathom::forward,
+  // fathom::block); nullopt when none was measured, and then activation_why says why and the fit
+  // estimates no configuration: a model it cannot see is not a model without activations.
+  std::optional<std::int64_t> activation_bytes;
+  std::string activation_why;
+  std::vector<ModelFootprint> models;                 // per watched model, in watch order
   std::optional<std::int64_t> checkpointable_blocks;  // blocks of the chain the planner may wrap
   bool mixed_precision = false;                       // the run already used autocast
   bool checkpointing = false;                         // the run already checkpointed activations

@@ -100,8 +100,10 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
       bytes_text(e.footprint->parameter_bytes), bytes_text(e.footprint->gradient_bytes),
       e.footprint->optimizer_state_bytes ? bytes_text(*e.footprint->optimizer_state_bytes)
                                          : std::string("not measured, left out"),
-      bytes_text(e.footprint->activation_bytes), bytes_text(fit.overhead_bytes),
-      fit.overhead_measured ? "measured" : "assumed", fit.fragmentation);
+      e.footprint->activation_bytes ? bytes_text(*e.footprint->activation_bytes)
+                                    : std::string("not measured"),
+      bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
+      fit.fragmentation);
   if (best) {
     f.estimated_gain = fmt::format("{} of headroom on this device with {}",
                                    bytes_text(capacity - *best->need_bytes), variant_name(*best));

@@ -58,7 +58,14 @@ HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMem
     v.mixed_precision = mp;
     v.checkpointing = ck;
     v.as_run = mp == m.mixed_precision && ck == m.checkpointing;
-    double act = static_cast<double>(m.activation_bytes);
+    if (!m.activation_bytes) {
+      // Leaving them out would rank the variants by their cast caches alone (mixed precision
+      // "needing more" than fp32): no estimate is better than a wrong one.
+      v.why = "activation bytes not measured: " +
+              (m.activation_why.empty() ? std::string("no chain was measured") : m.activation_why);
+      return v;
+    }
+    double act = static_cast<double>(*m.activation_bytes);
     if (mp != m.mixed_precision)
       act = mp ? act * thresholds::kMixedPrecisionActivationFactor
                : act / thresholds::kMixedPrecisionActivationFactor;

@@ -132,12 +132,11 @@ ReportDiff diff_reports(const RunReport& ra, const RunReport& rb, int epoch_a, i
   add("memory", "out-of-memory errors", "count", mem(a, &DeviceMemoryPeak::ooms),
       mem(b, &DeviceMemoryPeak::ooms));
   add("memory", "process peak resident", "bytes", opt(a.peak_rss_bytes), opt(b.peak_rss_bytes));
-  auto fp = [](const EpochSummary& e, std::int64_t MemoryFootprint::*f) -> std::optional<double> {
-    if (!e.footprint) return std::nullopt;
-    return static_cast<double>((*e.footprint).*f);
+  auto activations = [](const EpochSummary& e) -> std::optional<double> {
+    if (!e.footprint || !e.footprint->activation_bytes) return std::nullopt;
+    return static_cast<double>(*e.footprint->activation_bytes);
   };
-  add("memory", "activations", "bytes", fp(a, &MemoryFootprint::activation_bytes),
-      fp(b, &MemoryFootprint::activation_bytes));
+  add("memory", "activations", "bytes", activations(a), activations(b));
   auto optimizer_state = [](const EpochSummary& e) -> std::optional<double> {
     if (!e.footprint || !e.footprint->optimizer_state_bytes) return std::nullopt;
     return static_cast<double>(*e.footprint->optimizer_state_bytes);

@@ -164,8 +164,10 @@ std::string hardware_fit_table(const EpochSummary& e) {
                  bytes_text(m.parameter_bytes), m.parameter_count, bytes_text(m.gradient_bytes),
                  m.optimizer_state_bytes ? bytes_text(static_cast<double>(*m.optimizer_state_bytes))
                                          : std::string("not measured (no optimizer watched)"),
-                 bytes_text(m.activation_bytes), bytes_text(fit.overhead_bytes),
-                 fit.overhead_measured ? "measured" : "assumed", fit.fragmentation);
+                 m.activation_bytes ? bytes_text(static_cast<double>(*m.activation_bytes))
+                                    : "not measured (" + m.activation_why + ")",
+                 bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
+                 fit.fragmentation);
   out += "<table><thead><tr><th>configuration</th><th>needs</th>";
   for (const CardSize& c : kFitCards)
     fmt::format_to(std::back_inserter(out), "<th>{}</th>", escape(c.label));

@@ -155,14 +155,23 @@ std::optional<DeviceTelemetry> telemetry_from(const json& parent) {
 
 json footprint_json(const std::optional<MemoryFootprint>& m) {
   if (!m) return nullptr;
+  json models = json::array();
+  for (const ModelFootprint& f : m->models)
+    models.push_back({{"name", f.name},
+                      {"parameter_count", f.parameter_count},
+                      {"parameter_bytes", f.parameter_bytes},
+                      {"gradient_bytes", f.gradient_bytes},
+                      {"optimizer_state_bytes", optional_json(f.optimizer_state_bytes)}});
   return {{"parameter_count", m->parameter_count},
           {"parameter_bytes", m->parameter_bytes},
           {"gradient_bytes", m->gradient_bytes},
           {"optimizer_state_bytes", optional_json(m->optimizer_state_bytes)},
-          {"activation_bytes", m->activation_bytes},
+          {"activation_bytes", optional_json(m->activation_bytes)},
+          {"activation_bytes_why", m->activation_bytes ? json(nullptr) : json(m->activation_why)},
           {"checkpointable_blocks", optional_json(m->checkpointable_blocks)},
           {"mixed_precision", m->mixed_precision},
-          {"checkpointing", m->checkpointing}};
+          {"checkpointing", m->checkpointing},
+          {"models", models}};
 }
 
 std::optional<MemoryFootprint> footprint_from(const json& parent) {
@@ -174,7 +183,20 @@ std::optional<MemoryFootprint> footprint_from(const json& parent) {
   m.parameter_bytes = detail::json_integer<std::int64_t>(j.at("parameter_bytes"));
   m.gradient_bytes = detail::json_integer<std::int64_t>(j.at("gradient_bytes"));
   m.optimizer_state_bytes = optional_from<std::int64_t>(j, "optimizer_state_bytes");
-  m.activation_bytes = detail::json_integer<std::int64_t>(j.at("activation_bytes"));
+  m.activation_bytes = optional_from<std::int64_t>(j, "activation_bytes");
+  if (auto why = j.find("activation_bytes_why"); why != j.end() && why->is_string())
+    m.activation_why = why->get<std::string>();
+  if (auto models = j.find("models"); models != j.end()) {  // absent in reports written before it
+    for (const json& f : *models) {
+      ModelFootprint mf;
+      mf.name = f.at("name").get<std::string>();
+      mf.parameter_count = detail::json_integer<std::int64_t>(f.at("parameter_count"));
+      mf.parameter_bytes = detail::json_integer<std::int64_t>(f.at("parameter_bytes"));
+      mf.gradient_bytes = detail::json_integer<std::int64_t>(f.at("gradient_bytes"));
+      mf.optimizer_state_bytes = optional_from<std::int64_t>(f, "optimizer_state_bytes");
+      m.models.push_back(std::move(mf));
+    }
+  }
   m.checkpointable_blocks = optional_from<std::int64_t>(j, "checkpointable_blocks");
   m.mixed_precision = j.at("mixed_precision").get<bool>();
   m.checkpointing = j.at("checkpointing").get<bool>();

@@ -161,7 +161,7 @@ void hardware_fit_section(std::string& out, const EpochSummary& e) {
       "  measured: parameters {} ({}), gradients {}, optimizer state {}, activations {}\n",
       bytes_text(m.parameter_bytes), m.parameter_count, bytes_text(m.gradient_bytes),
       bytes_text(m.optimizer_state_bytes, "not measured (no optimizer watched)"),
-      bytes_text(m.activation_bytes));
+      bytes_text(m.activation_bytes, "not measured (" + m.activation_why + ")"));
   fmt::format_to(std::back_inserter(out), "  overhead {} ({}), allocator fragmentation x{:.2f}\n",
                  bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
                  fit.fragmentation);

@@ -9,7 +9,8 @@
 //       auto step = e.step(batch.data.size(0));
 //       auto x = step.to_device(batch.data, device);
 //       torch::Tensor loss;
-//       { auto f = step.forward(); loss = criterion(model->forward(x), y); }
+//       auto y = step.to_device(batch.target, device);
+//       { auto f = step.forward(); loss = criterion(fathom::forward(model, x), y); }
 //       { auto b = step.backward(); loss.backward(); }
 //       { auto o = step.optimizer(); optimizer.step(); }
 //     }
@@ -17,7 +18,9 @@
 //
 // Scopes live on the stack only: they cannot be copied, moved or heap-allocated, and their
 // constructors and destructors never throw, so an exception in the body still closes every
-// range and keeps what was measured.
+// range and keeps what was measured. Phases follow each other: give each its braces. A phase
+// opened while another is open is said in a warning with that fix (and the report lists
+// "separate phase times" as not measured), since its time is then counted in both.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <fathom/options.h>
@@ -164,9 +167,12 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Learns the model's module tree: names for module ranges (see ModuleScope, forward()).
+  // Learns the model's module tree: names for module ranges (see ModuleScope, forward()), and its
+  // parameters and gradients for the report's memory footprint. Watch every model the loop
+  // trains: the footprint adds them up and keeps each one's share (MemoryFootprint::models).
   void watch(const torch::nn::Module& model);
-  // Learns the optimizer: its state's bytes go into the report's memory footprint.
+  // Learns an optimizer: its state's bytes go into the footprint, each parameter's to the watched
+  // model that holds it. Watch every optimizer; one watched twice counts once.
   void watch(const torch::optim::Optimizer& optimizer);
 
   EpochScope epoch() noexcept;

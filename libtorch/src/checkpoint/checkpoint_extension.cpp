@@ -251,7 +251,7 @@ void CheckpointExtension::on_epoch_measured(EpochSummary& epoch,
 void CheckpointExtension::on_footprint(FootprintParts& parts, Environment&) noexcept {
   try {
     std::int64_t activation_bytes = 0, blocks = 0;
-    bool checkpointing = false;
+    bool checkpointing = false, measured = false;
     for (const Chain& c : chains_) {
       if (!c.seen_this_epoch) continue;
       // As run: a chain Auto checkpoints keeps only its segments' inputs (the plan in force), not
@@ -259,11 +259,23 @@ void CheckpointExtension::on_footprint(FootprintParts& parts, Environment&) noex
       if (c.measured) {
         activation_bytes += evaluate_plan(chain_blocks(c), c.applied).stored_bytes;
         blocks += c.size;
+        measured = true;
       }
       checkpointing = checkpointing || !c.applied.empty();
     }
     ActivationBytes a;
-    a.saved_bytes = activation_bytes;
+    if (measured) {
+      a.saved_bytes = activation_bytes;
+    } else if (capture_ == Capture::Off) {
+      a.why = std::string("the autograd-engine hook is ") + kAutogradHookOff;
+    } else if (capture_ == Capture::Unavailable) {
+      a.why = capture_unavailable_why_;
+    } else {
+      a.why =
+          "no model ran through fathom::forward(model, x) or fathom::block(layer, x) in a "
+          "profiled step (the first " +
+          std::to_string(kProfiledSteps) + " of an epoch), so fathom saw none of its activations";
+    }
     if (blocks > 0) a.checkpointable_blocks = blocks;
     a.checkpointing = checkpointing;
     parts.activations = a;

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace fathom::detail {
 
@@ -15,12 +17,16 @@ struct ModelBytes {
   std::int64_t parameter_bytes = 0;
   std::int64_t gradient_bytes = 0;
   std::optional<std::int64_t> optimizer_state_bytes;  // see MemoryFootprint
+  std::vector<ModelFootprint> models;                 // each watched model's share
 };
 
 struct ActivationBytes {
-  std::int64_t saved_bytes = 0;  // saved for backward at a step's peak, by the measured chains
+  // Saved for backward at a step's peak, by the measured chains; nullopt when none was measured
+  // this epoch, and then why says why.
+  std::optional<std::int64_t> saved_bytes;
   std::optional<std::int64_t> checkpointable_blocks;
   bool checkpointing = false;  // a plan was applied
+  std::string why;
 };
 
 struct FootprintParts {
@@ -37,8 +43,11 @@ inline std::optional<MemoryFootprint> merge_footprint(const FootprintParts& part
   f.parameter_bytes = parts.model->parameter_bytes;
   f.gradient_bytes = parts.model->gradient_bytes;
   f.optimizer_state_bytes = parts.model->optimizer_state_bytes;
+  f.models = parts.model->models;
+  f.activation_why = "no extension measured them";
   if (parts.activations) {
     f.activation_bytes = parts.activations->saved_bytes;
+    f.activation_why = parts.activations->saved_bytes ? "" : parts.activations->why;
     f.checkpointable_blocks = parts.activations->checkpointable_blocks;
     f.checkpointing = parts.activations->checkpointing;
   }

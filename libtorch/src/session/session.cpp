@@ -66,13 +66,18 @@ StepScope::~StepScope() {
 
 at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
   if (!state_) return t.to(device, non_blocking);
+  auto copy_and_record = [&] {
+    const std::int64_t begin = now_ns();
+    at::Tensor out = t.to(device, non_blocking);
+    const std::int64_t end = now_ns();
+    if (auto r = detail::copy_record_of(t, out, non_blocking, begin, end, state_->step_index()))
+      state_->add_copy(*r);
+    return out;
+  };
+  // Inside another phase the copy is part of that phase's time: a copy phase there would nest.
+  if (state_->phase_open()) return copy_and_record();
   auto phase = copy();
-  const std::int64_t begin = now_ns();
-  at::Tensor out = t.to(device, non_blocking);
-  const std::int64_t end = now_ns();
-  if (auto r = detail::copy_record_of(t, out, non_blocking, begin, end, state_->step_index()))
-    state_->add_copy(*r);
-  return out;
+  return copy_and_record();
 }
 
 // --- EpochScope -------------------------------------------------------------------------------
@@ -227,7 +232,7 @@ void Session::watch(const torch::nn::Module& model) {
   }
   const SessionState::Extensions& known = state_->extensions();
   if (known.checkpoint) known.checkpoint->watch(model);
-  if (known.footprint) known.footprint->watch(model.parameters());
+  if (known.footprint) known.footprint->watch(&model, root, model.parameters());
 }
 
 void Session::watch(const torch::optim::Optimizer& optimizer) {

@@ -270,6 +270,12 @@ void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool fa
 }
 
 int SessionState::begin_phase(Phase p) noexcept {
+  if (!open_phases_.empty()) overlapping_phase(p);
+  try {
+    open_phases_.push_back(p);
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp");
+  }
   if (phase_ranges())
     nvtx::push(nvtx::Kind::Phase, phase_names_[static_cast<std::size_t>(p)],
                kPhaseColors[static_cast<std::size_t>(p)]);
@@ -285,6 +291,12 @@ void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot,
   r.begin_ns = begin_ns;
   r.end_ns = now_ns();
   r.aborted = aborted;
+  for (auto it = open_phases_.rbegin(); it != open_phases_.rend(); ++it) {
+    if (*it == p) {
+      open_phases_.erase(std::next(it).base());
+      break;
+    }
+  }
   reverse_order(extensions_, [&](SessionExtension& e) { e.on_phase_end(p, aborted); });
   if (!device_.enabled()) r.rss_bytes = resident_.at(r.end_ns);
   if (phase_ranges()) nvtx::pop();
@@ -292,6 +304,27 @@ void SessionState::end_phase(Phase p, std::int64_t begin_ns, int device_slot,
     device_.end(device_slot, r);  // delivered once the device time is known
   } else if (epoch_) {
     epoch_->add(r);
+  }
+}
+
+void SessionState::overlapping_phase(Phase p) noexcept {
+  try {
+    const std::string inner(phase_name(p)), outer(phase_name(open_phases_.back()));
+    // A scope ends where its block ends: `auto f = step.forward();` without braces stays open
+    // to the step's end, and every later phase would be counted inside it as well.
+    const std::string why =
+        "phase " + inner + " opened in step " + std::to_string(step_index_) + " while phase " +
+        outer +
+        " is still open: its time is counted in both. A phase scope ends where its block ends; "
+        "give each phase braces of its own: { auto f = step.forward(); ... } "
+        "{ auto b = step.backward(); ... }";
+    detail::warn("overlapping phases: ", why);
+    if (!said_overlap_) {
+      report_.environment.not_measured.push_back({"separate phase times", why});
+      said_overlap_ = true;
+    }
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp");
   }
 }
 

@@ -48,6 +48,8 @@ class SessionState {
   void begin_step() noexcept;
   void end_step(std::int64_t begin_ns, std::int64_t samples, bool failed) noexcept;
   int begin_phase(Phase p) noexcept;  // returns the device slot
+  // A phase scope is open in this step (to_device then copies inside it, no copy phase of its own).
+  bool phase_open() const noexcept { return !open_phases_.empty(); }
   void end_phase(Phase p, std::int64_t begin_ns, int device_slot, bool aborted) noexcept;
   void add_copy(const CopyRecord& r);
 
@@ -101,6 +103,7 @@ class SessionState {
 
  private:
   void write_report() noexcept;
+  void overlapping_phase(Phase p) noexcept;  // the warning and report note for a nested phase
 
   // First member: the session's warnings go where its options say from the first line of the
   // constructor until every extension is gone.
@@ -124,6 +127,9 @@ class SessionState {
   std::int64_t last_alarm_check_ns_ = 0;
   std::int64_t alarmed_change_step_ = -1;
   bool alarmed_creep_ = false;
+  // The phases open now, innermost last: a second one opened is the misuse begin_phase names.
+  std::vector<Phase> open_phases_;
+  bool said_overlap_ = false;
   std::int64_t epoch_index_ = 0;
   std::int64_t step_index_ = 0;
   std::int64_t data_gap_begin_ns_ = 0;  // end of the last step (or the epoch's start)
