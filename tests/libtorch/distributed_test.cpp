@@ -47,8 +47,9 @@ TEST_F(DistributedSessionTest, RankFromTheEnvironmentNamesTheReportFile) {
   EXPECT_EQ(session_rank(session), (RankInfo{1, 1, 2}));
   EXPECT_EQ(session.report_path(), dir() + "/job.rank1.json");
   one_epoch(session);
-  EXPECT_TRUE(fs::exists(dir() + "/job.rank1.json"));
-  EXPECT_FALSE(fs::exists(dir() + "/job.json"));
+  session.flush_report();
+  EXPECT_TRUE(fs::exists(dir() + "/job.rank1.jsonl"));  // the journal, while the session runs
+  EXPECT_FALSE(fs::exists(dir() + "/job.jsonl"));
   // No process group was handed over: the rank says so instead of merging.
   bool noted = false;
   for (const Unmeasured& u : session.report().environment.not_measured)
