@@ -125,7 +125,9 @@ class Session:
 
     @property
     def report_path(self):
-        """Where the JSON report is written ("" when fathom is off)."""
+        """Where the JSON report is written when the session ends ("" when fathom is off); while
+        it runs, each ended epoch is a line of the journal `report_path + "l"` (read_report reads
+        either)."""
         return self._c.report_path
 
     def flush_report(self):

@@ -79,8 +79,9 @@ TEST_F(DistributedSessionTest, OneRankJobWritesAJobReport) {
   use_store(session, c10::make_intrusive<c10d::HashStore>(), {0, 0, 1});
   one_epoch(session);
   one_epoch(session);
+  session.flush_report();
   ASSERT_TRUE(fs::exists(dir() + "/job.job.json"));
-  EXPECT_TRUE(fs::exists(dir() + "/job.json"));  // one rank: no rank in the name
+  EXPECT_TRUE(fs::exists(dir() + "/job.jsonl"));  // one rank: no rank in the name
 }
 
 TEST_F(DistributedSessionTest, RankCannotChangeAfterTheFirstEpoch) {

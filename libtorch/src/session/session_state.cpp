@@ -217,13 +217,15 @@ bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
       journal_header_ = format_journal_header(report_);
       journal_ = std::make_unique<ReportJournalFile>(report_path_);
     }
-    auto task = [journal = journal_.get(), header = journal_header_,
+    auto task = [journal = journal_.get(), state = &journal_state_, header = journal_header_,
                  line = format_journal_epoch(summary, report_.environment)]() noexcept {
       try {
         journal->append(header, line);
+        state->store(kOnDisk);
       } catch (const std::exception& e) {
         // The folder was checked at session start; if it went away since, say so and go on
         // training: a lost report must never stop the run.
+        state->store(kFailed);
         detail::warn(e.what());
       }
     };
@@ -248,11 +250,14 @@ bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
 void SessionState::finish_report() noexcept {
   if (!journal_) return;  // no epoch ended: no report, as before
   try {
-    auto task = [journal = journal_.get(), json = format_json_report(report_),
+    auto task = [journal = journal_.get(), state = &journal_state_,
+                 json = format_json_report(report_),
                  html = format_html_report(report_)]() noexcept {
       try {
         journal->finish(json, html);
+        state->store(kDocumentWritten);
       } catch (const std::exception& e) {
+        state->store(kFailed);
         detail::warn(e.what());
       }
     };
@@ -265,6 +270,15 @@ void SessionState::finish_report() noexcept {
     detail::warn("the report could not be written at the session's end: ", e.what(),
                  "; the epochs are in ", journal_->journal_path());
   }
+  if (options_.print_report()) {
+    // The whole run's file, named only once it is there (issue 17).
+    if (journal_state_.load() == kDocumentWritten)
+      std::fprintf(stdout, "  report: %s (the whole run, %zu epoch(s))\n", report_path_.c_str(),
+                   report_.epochs.size());
+    else
+      std::fprintf(stdout, "  report: not written (see fathom's warning)\n");
+    std::fflush(stdout);
+  }
 }
 
 void SessionState::write_report(bool ended, bool wait) noexcept {
@@ -274,11 +288,15 @@ void SessionState::write_report(bool ended, bool wait) noexcept {
     try {
       std::string text = format_terminal_report(report_);
       std::fwrite(text.data(), 1, text.size(), stdout);
-      // Only a file that is there: a lost report was a warning above.
-      if (written)
-        std::fprintf(stdout, "  report: %s\n\n", report_path_.c_str());
-      else
+      // Only a file that is there (issue 17): the writer says whether the journal reached the
+      // disk; until its first line did, the file is named as the one being written.
+      const int state = journal_state_.load();
+      if (!written || state == kFailed)
         std::fprintf(stdout, "  report: not written (see fathom's warning)\n\n");
+      else if (state == kOnDisk)
+        std::fprintf(stdout, "  report: %s\n\n", journal_->journal_path().c_str());
+      else
+        std::fprintf(stdout, "  report: being written to %s\n\n", journal_->journal_path().c_str());
       std::fflush(stdout);
     } catch (const std::exception& e) {
       detail::warn("terminal report failed: ", e.what());

@@ -5,6 +5,7 @@
 #include <fathom/rank_info.h>
 #include <fathom/report.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,9 @@ class SessionState {
   std::unique_ptr<ReportJournalFile> journal_;
   std::string journal_header_;        // the journal's first line, made at the first epoch's end
   std::int64_t journal_dropped_ = 0;  // epochs the full queue kept out of the journal
+  // What the writer last did, for the terminal's "report:" line: set on its thread.
+  static constexpr int kNothingYet = 0, kOnDisk = 1, kFailed = 2, kDocumentWritten = 3;
+  std::atomic<int> journal_state_{kNothingYet};
   // Epoch lines waiting for the disk: enough for a disk stalled for many short epochs; a stall
   // beyond it costs the journal lines, never the training (the end's document has every epoch).
   static constexpr std::size_t kPendingReportWrites = 64;
