@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "records/file_system.h"
 #include "report/analysis_json.h"
 
 namespace fathom::cli {
@@ -33,7 +34,20 @@ ReportDiff diff_analyses(const AnalysisDocument& a, const AnalysisDocument& b) {
   return d;
 }
 
+int finish_diff(const ReportDiff& d, const DiffArgs& args, bool analysis);
+
+// A running or killed session's journal (`X.jsonl`, or `X.json` not there yet) is a report too.
+bool is_report_journal(const std::string& path) {
+  if (path.ends_with(".jsonl")) return true;
+  return path.ends_with(".json") && !fs::exists(path) && fs::exists(path + "l");
+}
+
 int run_diff(const DiffArgs& args) {
+  if (is_report_journal(args.a) || is_report_journal(args.b)) {
+    const ReportDiff d = diff_reports(read_report_file(args.a), read_report_file(args.b),
+                                      args.epoch_a, args.epoch_b);
+    return finish_diff(d, args, /*analysis=*/false);
+  }
   const std::string ta = read_whole_file(args.a), tb = read_whole_file(args.b);
   const bool analysis_a = is_analysis_json(ta), analysis_b = is_analysis_json(tb);
   if (analysis_a != analysis_b)
@@ -50,10 +64,15 @@ int run_diff(const DiffArgs& args) {
     d = diff_reports(parse_json_report(ta, args.a), parse_json_report(tb, args.b), args.epoch_a,
                      args.epoch_b);
   }
+  return finish_diff(d, args, analysis_a);
+}
+
+// Prints the diff and applies the --fail-if-slower gate: the exit status.
+int finish_diff(const ReportDiff& d, const DiffArgs& args, bool analysis) {
   std::cout << format_diff(d, args.noise_pct / 100.0);
   if (args.fail_if_slower_pct < 0) return 0;
-  const char* gate = analysis_a ? "compute-kernel time" : "step time, mean";
-  const char* said = analysis_a ? "compute-kernel time" : "step time";
+  const char* gate = analysis ? "compute-kernel time" : "step time, mean";
+  const char* said = analysis ? "compute-kernel time" : "step time";
   for (const MetricChange& m : d.metrics) {
     if (m.name != gate) continue;
     const auto r = m.relative();

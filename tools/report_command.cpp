@@ -1,5 +1,6 @@
-// fathom report FILE.json: prints a JSON report written by a session (terminal, or JSON again),
-// or writes it as a self-contained HTML page (--html OUT).
+// fathom report FILE.json: prints a report written by a session (terminal, or JSON again), or
+// writes it as a self-contained HTML page (--html OUT). FILE.json, or the journal FILE.jsonl a
+// running or killed session left (read_report_file).
 #include <fathom/error.h>
 #include <fathom/report_writers.h>
 #include <fmt/format.h>
@@ -21,7 +22,7 @@ struct ReportArgs {
 };
 
 int run_report(const ReportArgs& a) {
-  RunReport r = parse_json_report(read_whole_file(a.path), a.path);
+  RunReport r = read_report_file(a.path);
   if (!a.html.empty()) {
     write_file_atomically(a.html, format_html_report(r));
     std::cout << "fathom: wrote " << a.html << " (" << r.epochs.size() << " epochs)\n";
@@ -56,7 +57,8 @@ Run add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   auto* cmd = app.add_subcommand(
       "report", "Print a JSON report written by a fathom session, or write it as HTML");
-  cmd->add_option("file", args->path, "the report (.json)")->required();
+  cmd->add_option("file", args->path, "the report (.json, or a live or killed run's .jsonl)")
+      ->required();
   cmd->add_option("--epoch", args->epoch, "only this epoch (default: every epoch)")
       ->check(CLI::NonNegativeNumber);
   auto* json = cmd->add_flag("--json", args->json, "print the report as JSON again (validates it)");

@@ -39,7 +39,8 @@ if torch.__version__.split("+")[0] != _C.torch_version.split("+")[0]:
         "installed: reinstall fathom (pip install --no-build-isolation ./python) with this torch"
     )
 
-__all__ = ["Session", "Epoch", "Step", "Phase", "ModuleRange", "Error", "module_range", "__version__"]
+__all__ = ["Session", "Epoch", "Step", "Phase", "ModuleRange", "Error", "module_range", "read_report",
+           "__version__"]
 
 
 class Session:
@@ -132,8 +133,14 @@ class Session:
 
     @property
     def report_path(self):
-        """Where the JSON report is written ("" when fathom is off)."""
+        """Where the JSON report is written when the session ends ("" when fathom is off); while
+        it runs, each ended epoch is a line of the journal `report_path + "l"` (read_report reads
+        either)."""
         return self._c.report_path
+
+    def flush_report(self):
+        """Waits until every ended epoch is on disk (an epoch's end never waits for the disk)."""
+        self._c.flush_report()
 
     @property
     def report(self):
@@ -143,6 +150,13 @@ class Session:
     def terminal_report(self, epoch=-1):
         """The terminal summary of one epoch (the last one by default); "" before the first."""
         return self._c.terminal_report(epoch)
+
+
+def read_report(path):
+    """A report on disk as a dict: the `<run>.json` a session wrote at its end, or, while it runs
+    or after it was killed, the journal `<run>.jsonl` it appends each ended epoch to (passing the
+    `.json` path reads the journal when the document is not there)."""
+    return _json.loads(_C.read_report_json(str(path)))
 
 
 def module_range(label):

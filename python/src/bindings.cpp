@@ -367,6 +367,11 @@ PYBIND11_MODULE(_C, m) {
   m.attr("__version__") = kVersion;
   m.attr("torch_version") = TORCH_VERSION;  // the LibTorch this module was built against
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+  // A report on disk, whichever form its run left (read_report_file): as JSON text.
+  m.def(
+      "read_report_json",
+      [](const std::string& path) { return format_json_report(read_report_file(path)); },
+      py::arg("path"));
 
   py::class_<PyPhase>(m, "Phase")
       .def("__enter__", &PyPhase::enter, py::return_value_policy::reference)
@@ -451,6 +456,11 @@ PYBIND11_MODULE(_C, m) {
                              [](const PySession& s) { return s.options().report_dir(); })
       .def_property_readonly("report_path", &PySession::report_path)
       .def("report_json", &PySession::report_json)
+      .def("flush_report",
+           [](PySession& s) {
+             py::gil_scoped_release release;  // waits for the report writer's disk
+             if (Session* session = s.session()) session->flush_report();
+           })
       .def("terminal_report", &PySession::terminal_report, py::arg("epoch") = -1);
 
   py::class_<ModuleRange>(m, "ModuleRange")

@@ -31,8 +31,17 @@ def test_a_loop_writes_the_json_report_of_every_epoch(report_dir, tiny_model):
         session.watch(tiny_model)
         train(session, tiny_model, epochs=2, steps=3, batch=4)
         assert session.report_path == str(report_dir / "loop.json")
-        on_disk = json.loads((report_dir / "loop.json").read_text())
-        assert on_disk == session.report
+        # While the session runs, each ended epoch is a line of the journal loop.jsonl.
+        session.flush_report()
+        assert not (report_dir / "loop.json").exists()
+        assert fathom.read_report(session.report_path) == session.report
+        assert fathom.read_report(report_dir / "loop.jsonl") == session.report
+        in_memory = session.report
+    # The session's end writes the whole run once, as one JSON document, and the HTML page.
+    on_disk = json.loads((report_dir / "loop.json").read_text())
+    assert on_disk == in_memory
+    assert not (report_dir / "loop.jsonl").exists()
+    assert (report_dir / "loop.html").exists()
     assert on_disk["schema"] == "fathom.report"
     assert on_disk["environment"]["torch_version"].split("+")[0] == torch.__version__.split("+")[0]
     assert [e["index"] for e in on_disk["epochs"]] == [0, 1]
@@ -53,7 +62,8 @@ def test_the_report_survives_an_exception_in_forward(report_dir, tiny_model):
     session = fathom.Session(report_dir=report_dir, run_name="fail", print_report=False)
     with pytest.raises(RuntimeError, match="injected failure"):
         train(session, tiny_model, epochs=1, steps=3, fail_at=(0, 1))
-    epoch = json.loads((report_dir / "fail.json").read_text())["epochs"][0]
+    # On disk before the exception left the epoch: an epoch ended by one waits for the disk.
+    epoch = fathom.read_report(report_dir / "fail.json")["epochs"][0]
     assert epoch["ended_by_exception"]
     assert (epoch["steps"], epoch["failed_steps"]) == (2, 1)
     assert (epoch["phases"]["forward"]["count"], epoch["phases"]["forward"]["aborted"]) == (2, 1)

@@ -47,8 +47,9 @@ TEST_F(DistributedSessionTest, RankFromTheEnvironmentNamesTheReportFile) {
   EXPECT_EQ(session_rank(session), (RankInfo{1, 1, 2}));
   EXPECT_EQ(session.report_path(), dir() + "/job.rank1.json");
   one_epoch(session);
-  EXPECT_TRUE(fs::exists(dir() + "/job.rank1.json"));
-  EXPECT_FALSE(fs::exists(dir() + "/job.json"));
+  session.flush_report();
+  EXPECT_TRUE(fs::exists(dir() + "/job.rank1.jsonl"));  // the journal, while the session runs
+  EXPECT_FALSE(fs::exists(dir() + "/job.jsonl"));
   // No process group was handed over: the rank says so instead of merging.
   bool noted = false;
   for (const Unmeasured& u : session.report().environment.not_measured)
@@ -78,8 +79,9 @@ TEST_F(DistributedSessionTest, OneRankJobWritesAJobReport) {
   use_store(session, c10::make_intrusive<c10d::HashStore>(), {0, 0, 1});
   one_epoch(session);
   one_epoch(session);
+  session.flush_report();
   ASSERT_TRUE(fs::exists(dir() + "/job.job.json"));
-  EXPECT_TRUE(fs::exists(dir() + "/job.json"));  // one rank: no rank in the name
+  EXPECT_TRUE(fs::exists(dir() + "/job.jsonl"));  // one rank: no rank in the name
 }
 
 TEST_F(DistributedSessionTest, RankCannotChangeAfterTheFirstEpoch) {

@@ -154,11 +154,9 @@ TEST_F(SessionTest, OutOfMemoryAfterTheOptimizerBeganIsNotRetried) {
   EXPECT_FALSE(m.out_of_memory[0].retried);
   EXPECT_NE(m.out_of_memory[0].action.find("apply it twice"), std::string::npos);
   // The diagnosis is in the report written when the epoch ended by the exception.
-  std::ifstream in(session.report_path());
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_NE(text.str().find("\"out_of_memory\""), std::string::npos);
-  EXPECT_NE(text.str().find("apply it twice"), std::string::npos);
+  const std::string text = format_json_report(read_report_file(session.report_path()));
+  EXPECT_NE(text.find("\"out_of_memory\""), std::string::npos);
+  EXPECT_NE(text.find("apply it twice"), std::string::npos);
 }
 
 TEST_F(SessionTest, SuggestModeRethrowsAfterTheDiagnosis) {

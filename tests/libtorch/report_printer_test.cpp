@@ -73,8 +73,12 @@ TEST_F(SessionTest, DefaultPrintsAShortSummaryOnStderrAndTheFullReportAtTheEnd) 
   EXPECT_NE(second.find("still true: Part of each step runs outside any phase scope"),
             std::string::npos)
       << second;
-  EXPECT_NE(summaries.find("report: " + dir() + "/quiet.json"), std::string::npos) << summaries;
-  EXPECT_NE(summaries.find(dir() + "/quiet.html"), std::string::npos) << summaries;
+  // While the run goes the report is its journal; the whole run's files come at the end.
+  EXPECT_NE(summaries.find(dir() + "/quiet.jsonl"), std::string::npos) << summaries;
+  EXPECT_NE(err.substr(full_at).find("report: " + dir() + "/quiet.json (for tools), " + dir() +
+                                     "/quiet.html (for people)"),
+            std::string::npos)
+      << err.substr(full_at);
   // The full report ends with where it is.
   EXPECT_NE(err.substr(full_at).find("fix:"), std::string::npos);
 }

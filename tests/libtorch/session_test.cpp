@@ -68,17 +68,24 @@ TEST_F(SessionTest, EpochWritesAJsonReportWithPhaseTimes) {
   ASSERT_TRUE(e.peak_rss_bytes.has_value());
   EXPECT_GT(*e.peak_rss_bytes, 0);
   EXPECT_EQ(session.report_path(), dir() + "/run.json");
-  RunReport back = parse_json_report(slurp(session.report_path()), "run.json");
+  session.flush_report();  // while the session runs, its epochs are in the journal run.jsonl
+  RunReport back = read_report_file(session.report_path());
   ASSERT_EQ(back.epochs.size(), 1u);
   EXPECT_EQ(back.epochs[0].steps, 5);
   EXPECT_EQ(back.environment.device, "cpu");
   EXPECT_FALSE(back.environment.not_measured.empty());  // CPU run: device figures said missing
 }
 
-TEST_F(SessionTest, HtmlReportBesideTheJson) {
-  Session session(Options().report_dir(dir()).run_name("run").print_report(false));
-  auto model = tiny_model();
-  train(session, model, 1);
+TEST_F(SessionTest, HtmlReportBesideTheJsonAtTheSessionsEnd) {
+  {
+    Session session(Options().report_dir(dir()).run_name("run").print_report(false));
+    auto model = tiny_model();
+    train(session, model, 1);
+    session.flush_report();
+    EXPECT_FALSE(fs::exists(dir() + "/run.html"));  // rendered once, at the end
+  }
+  EXPECT_EQ(parse_json_report(slurp(dir() + "/run.json"), "run.json").epochs.size(), 1u);
+  EXPECT_FALSE(fs::exists(dir() + "/run.jsonl"));
   const std::string html = slurp(dir() + "/run.html");
   EXPECT_NE(html.find("<html"), std::string::npos);
   EXPECT_NE(html.find("run"), std::string::npos);
@@ -133,12 +140,13 @@ TEST_F(SessionTest, FootprintWithoutAWatchedOptimizerSaysSoInsteadOfZero) {
   EXPECT_EQ(notes, 1);  // once per run, not once per epoch
 }
 
-TEST_F(SessionTest, EveryEpochRewritesTheReportWithAllEpochs) {
+TEST_F(SessionTest, EveryEpochIsAppendedToTheReport) {
   Session session(Options().report_dir(dir()).run_name("run").print_report(false));
   auto model = tiny_model();
   train(session, model, 2);
   train(session, model, 3);
-  RunReport back = parse_json_report(slurp(session.report_path()), "run.json");
+  session.flush_report();
+  RunReport back = read_report_file(session.report_path());
   ASSERT_EQ(back.epochs.size(), 2u);
   EXPECT_EQ(back.epochs[0].index, 0);
   EXPECT_EQ(back.epochs[1].index, 1);
@@ -166,7 +174,10 @@ TEST_F(SessionTest, ExceptionInForwardKeepsTheMeasurementsAndWritesTheReport) {
   EXPECT_EQ(e.failed_steps, 1);
   EXPECT_EQ(e.phase(Phase::Forward).count, 2);
   EXPECT_EQ(e.phase(Phase::Forward).aborted, 1);
-  EXPECT_TRUE(fs::exists(session.report_path()));
+  // On disk before the exception was caught (an epoch ended by one waits for the disk).
+  const RunReport back = read_report_file(session.report_path());
+  ASSERT_EQ(back.epochs.size(), 1u);
+  EXPECT_TRUE(back.epochs[0].ended_by_exception);
 }
 
 TEST_F(SessionTest, ModeOffDoesNothingMeasurable) {
@@ -267,7 +278,8 @@ TEST_F(SessionTest, EnvironmentRedirectsTheReport) {
   Session session(Options().report_dir(dir() + "/in-code").run_name("run").print_report(false));
   auto model = tiny_model();
   train(session, model, 1);
-  EXPECT_TRUE(fs::exists(dir() + "/elsewhere/run.json"));
+  session.flush_report();
+  EXPECT_TRUE(fs::exists(dir() + "/elsewhere/run.jsonl"));
   EXPECT_FALSE(fs::exists(dir() + "/in-code"));
 }
 

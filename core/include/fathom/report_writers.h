@@ -30,4 +30,19 @@ std::string format_json_report(const RunReport& report);
 // what is wrong when the text is not a fathom report of a known schema version.
 RunReport parse_json_report(const std::string& text, const std::string& source_name);
 
+// The live report a session keeps while it runs, `<run>.jsonl` (docs/report-schema.md, "report
+// journal"): a header line, then one line per ended epoch, each written once and appended, so an
+// epoch's end costs the same at epoch 500 as at epoch 1. At the session's end the whole run is
+// written once as `<run>.json` and the journal removed; a killed run leaves the journal.
+std::string format_journal_header(const RunReport& report);
+std::string format_journal_epoch(const EpochSummary& epoch, const Environment& environment);
+// The report the journal's complete lines hold (a last line a kill cut short is left out).
+// Throws fathom::Error naming the line when the text is not a fathom report journal.
+RunReport parse_report_journal(const std::string& text, const std::string& source_name);
+
+// Reads a report from disk, whichever form the run left: `X.jsonl` is read as a journal; `X.json`
+// as a document, or, when it is not there (the run is still going, or was killed), from the
+// journal `X.jsonl` beside it. Throws fathom::Error naming the path.
+RunReport read_report_file(const std::string& path);
+
 }  // namespace fathom

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "records/file_system.h"
+#include "records/warning_sink.h"
 
 namespace fathom {
 namespace {
@@ -118,6 +119,14 @@ int create_new_file(const std::string& prefix, std::string& name) {
   }
   errno = EEXIST;
   return -1;
+}
+
+void sync_folder_of(const std::string& path) noexcept {
+  try {
+    sync_folder(folder_of(path));
+  } catch (...) {
+    swallowed("records/atomic_file.cpp: syncing a folder");
+  }
 }
 
 }  // namespace detail

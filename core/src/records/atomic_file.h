@@ -25,6 +25,8 @@ namespace detail {
 // Opens a new file named `<prefix><pid>.<random>` for writing (O_EXCL|O_NOFOLLOW, mode 0644
 // less the umask); sets name to the name it made. Returns the descriptor, or -1 with errno set.
 int create_new_file(const std::string& prefix, std::string& name);
+// fsyncs the folder that holds path, so that a rename into it survives a crash; best effort.
+void sync_folder_of(const std::string& path) noexcept;
 }  // namespace detail
 
 }  // namespace fathom

@@ -336,7 +336,15 @@ EpochSummary epoch_from(const json& j) {
   return e;
 }
 
+// The live report's first line says this (docs/report-schema.md, "report journal").
+constexpr const char* kJournalSchema = "fathom.report.journal";
+
 }  // namespace
+
+namespace detail {
+// Both readers end here: the document, or the one the journal's lines make up.
+RunReport report_from_json(const json& j, const std::string& source_name);
+}  // namespace detail
 
 std::string format_json_report(const RunReport& report) {
   json epochs = json::array();
@@ -356,6 +364,12 @@ RunReport parse_json_report(const std::string& text, const std::string& source_n
   if (j.is_discarded()) {
     throw Error(fmt::format("{} is not valid JSON (truncated or corrupted?)", source_name));
   }
+  return detail::report_from_json(j, source_name);
+}
+
+namespace detail {
+
+RunReport report_from_json(const json& j, const std::string& source_name) {
   const auto schema = j.is_object() ? j.find("schema") : j.end();
   if (!j.is_object() || schema == j.end() || *schema != "fathom.report") {
     throw Error(
@@ -404,6 +418,71 @@ RunReport parse_json_report(const std::string& text, const std::string& source_n
     throw Error(fmt::format("{} is not a valid fathom report: {}", source_name,
                             std::string(e.what()).substr(8)));
   }
+}
+
+}  // namespace detail
+
+// --- the report journal: the live report, one line per ended epoch ------------------------------
+
+std::string format_journal_header(const RunReport& report) {
+  json j = {{"schema", kJournalSchema},
+            {"schema_version", report.schema_version},
+            {"run_name", report.run_name},
+            {"environment", environment_json(report.environment)}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string format_journal_epoch(const EpochSummary& epoch, const Environment& environment) {
+  // The environment rides with each epoch: extensions fill it in as the run goes (the device's
+  // name at the first step, what went unmeasured), and it is a few hundred bytes, not a history.
+  json j = {{"environment", environment_json(environment)}, {"epoch", epoch_json(epoch)}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+RunReport parse_report_journal(const std::string& text, const std::string& source_name) {
+  // A line is complete once its newline is written; a kill mid-append leaves a last line without
+  // one, which is an epoch that never finished reaching the disk: left out, the rest is whole.
+  const std::size_t complete = text.rfind('\n');
+  if (complete == std::string::npos)
+    throw Error(fmt::format("{} holds no complete header line; it is not a fathom report journal",
+                            source_name));
+  json document;
+  json epochs = json::array();
+  std::size_t begin = 0;
+  for (int line = 1; begin <= complete; ++line) {
+    const std::size_t end = text.find('\n', begin);
+    const std::string_view row(text.data() + begin, end - begin);
+    begin = end + 1;
+    if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    json j = json::parse(row, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      throw Error(fmt::format("{} line {} is not a JSON object (corrupted?)", source_name, line));
+    if (document.is_null()) {
+      const auto schema = j.find("schema");
+      if (schema == j.end() || *schema != kJournalSchema)
+        throw Error(
+            fmt::format("{} is not a fathom report journal (no \"schema\": \"{}\" on its "
+                        "first line)",
+                        source_name, kJournalSchema));
+      document = {{"schema", "fathom.report"},
+                  {"schema_version", j.value("schema_version", json(nullptr))},
+                  {"run_name", j.value("run_name", json(nullptr))},
+                  {"environment", j.value("environment", json(nullptr))}};
+      continue;
+    }
+    const auto epoch = j.find("epoch");
+    const auto environment = j.find("environment");
+    if (epoch == j.end() || environment == j.end())
+      throw Error(
+          fmt::format("{} line {} has no \"epoch\" and \"environment\"", source_name, line));
+    epochs.push_back(std::move(*epoch));
+    document["environment"] = std::move(*environment);
+  }
+  if (document.is_null())
+    throw Error(
+        fmt::format("{} holds no header line; it is not a fathom report journal", source_name));
+  document["epochs"] = std::move(epochs);
+  return detail::report_from_json(document, source_name);
 }
 
 }  // namespace fathom

@@ -4,7 +4,7 @@
 //   fathom::Session session(fathom::Options().report_dir("reports"));
 //   session.watch(*model);
 //   for (int epoch = 0; epoch < epochs; ++epoch) {
-//     auto e = session.epoch();                 // report written when e ends
+//     auto e = session.epoch();                 // its report line appended when e ends
 //     for (auto& batch : *loader) {
 //       auto step = e.step(batch.data.size(0));
 //       auto x = step.to_device(batch.data, device);
@@ -120,7 +120,8 @@ class [[nodiscard]] StepScope {
   bool failed_ = false;
 };
 
-// One epoch. Its end writes the report (also when an exception ends it).
+// One epoch. Its end appends the epoch to the report (also when an exception ends it), without
+// waiting for the disk; an exception's end waits until the line is on disk.
 class [[nodiscard]] EpochScope {
  public:
   ~EpochScope();
@@ -181,8 +182,12 @@ class Session {
   const Options& options() const noexcept;
   // The report so far: every ended epoch.
   const RunReport& report() const noexcept;
-  // Where the JSON report is written (empty when fathom is off).
+  // Where the JSON report is written (empty when fathom is off): the whole run as one document
+  // when the session ends. While it runs, each ended epoch is appended as one line to the journal
+  // `<report_path>l` by a background thread; fathom::read_report_file reads either.
   std::string report_path() const;
+  // Waits until every ended epoch is in the journal on disk; the epoch's end itself never waits.
+  void flush_report() noexcept;
 
  private:
   friend class detail::SessionAccess;

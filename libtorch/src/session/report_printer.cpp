@@ -9,17 +9,6 @@
 #include "records/warning_sink.h"
 
 namespace fathom::detail {
-namespace {
-
-std::string where(const std::string& json_path, bool written) {
-  // Only files that are there: a lost report was a warning already.
-  if (!written) return "  report: not written (see fathom's warning)\n";
-  const std::string html = json_path.substr(0, json_path.size() - 5) + ".html";
-  // Plain strings: the LibTorch layer does not link fmt (LibTorch bundles its own).
-  return "  report: " + json_path + " (for tools), " + html + " (for people)\n";
-}
-
-}  // namespace
 
 ReportPrinter::ReportPrinter(const Options& options)
     : mode_(options.print()), to_(options.print_to()) {}
@@ -38,26 +27,24 @@ void ReportPrinter::emit(std::string_view text) {
   std::fflush(stderr);
 }
 
-void ReportPrinter::epoch_ended(const RunReport& report, const std::string& json_path,
-                                bool written) noexcept {
-  written_ = written;
+void ReportPrinter::epoch_ended(const RunReport& report, const std::string& where) noexcept {
   if (mode_ == Print::Off || report.epochs.empty()) return;
   try {
     if (mode_ == Print::Full) {
-      emit(format_terminal_report(report) + where(json_path, written));
+      emit(format_terminal_report(report) + where);
       return;
     }
-    emit(format_terminal_summary(report, -1, said_) + where(json_path, written) +
+    emit(format_terminal_summary(report, -1, said_) + where +
          "  the full report: FATHOM_PRINT=full, or at the end of the run\n");
   } catch (const std::exception& e) {
     detail::warn("terminal report failed: ", e.what());
   }
 }
 
-void ReportPrinter::session_ended(const RunReport& report, const std::string& json_path) noexcept {
-  if (mode_ != Print::Summary || report.epochs.empty()) return;
+void ReportPrinter::session_ended(const RunReport& report, const std::string& where) noexcept {
+  if (mode_ == Print::Off || report.epochs.empty()) return;
   try {
-    emit(format_terminal_report(report) + where(json_path, written_));
+    emit(mode_ == Print::Summary ? format_terminal_report(report) + where : where);
   } catch (const std::exception& e) {
     detail::warn("terminal report failed: ", e.what());
   }

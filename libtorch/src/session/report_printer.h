@@ -16,10 +16,12 @@ class ReportPrinter {
  public:
   explicit ReportPrinter(const Options& options);
 
-  // The report's last epoch just ended; its files are at json_path (written: they are there).
-  void epoch_ended(const RunReport& report, const std::string& json_path, bool written) noexcept;
-  // The session ends: in Summary mode, the full report of its last epoch.
-  void session_ended(const RunReport& report, const std::string& json_path) noexcept;
+  // The report's last epoch just ended; where: the line that says where its file is (or that it
+  // is not written), made by the session, which knows what the report writer did.
+  void epoch_ended(const RunReport& report, const std::string& where) noexcept;
+  // The session ends: in Summary mode the full report of its last epoch, then where the whole
+  // run's files are (in Full mode that line alone).
+  void session_ended(const RunReport& report, const std::string& where) noexcept;
 
  private:
   void emit(std::string_view text);
@@ -27,7 +29,6 @@ class ReportPrinter {
   Print mode_;
   PrintHandler to_;
   std::set<std::string> said_;  // finding_key of every finding a summary printed
-  bool written_ = false;        // the latest report files are on disk
 };
 
 }  // namespace fathom::detail

@@ -216,6 +216,10 @@ const RunReport& Session::report() const noexcept {
 
 std::string Session::report_path() const { return state_ ? state_->report_path() : std::string(); }
 
+void Session::flush_report() noexcept {
+  if (state_) state_->flush_report();
+}
+
 namespace {
 
 std::string short_type(const std::string& name) { return detail::short_type_name(name); }

@@ -140,7 +140,7 @@ void SessionState::claim_report_name() {
                "; this run writes ", report_path_, " instead");
 }
 
-SessionState::~SessionState() { printer_.session_ended(report_, report_path_); }
+SessionState::~SessionState() { finish_report(); }
 
 void SessionState::begin_epoch() noexcept {
   forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_begin(epoch_index_); });
@@ -175,6 +175,7 @@ void SessionState::end_epoch(bool by_exception) noexcept {
   device_.end_memory(std::exchange(data_gap_memory_, -1));
   const std::optional<DeviceMemoryPeak> epoch_memory =
       device_.end_memory(std::exchange(epoch_memory_, -1));
+  const std::size_t ended_before = report_.epochs.size();
   try {
     device_.drain(/*wait=*/true, [&](const PhaseRecord& r) { epoch_->add(r); });
     if (auto peak = peak_rss_bytes()) epoch_->set_peak_rss(*peak);
@@ -207,23 +208,103 @@ void SessionState::end_epoch(bool by_exception) noexcept {
   }
   epoch_.reset();
   ++epoch_index_;
-  write_report();
+  // An exception may be on its way out of the program, past every destructor (std::terminate):
+  // its epoch is waited onto the disk, the rest go without waiting.
+  write_report(/*ended=*/report_.epochs.size() > ended_before, /*wait=*/by_exception);
 }
 
-void SessionState::write_report() noexcept {
-  bool written = false;
+// The epoch's one line, serialized here once (its cost does not grow with the run) and written
+// and synced by the report writer's thread: the training thread never waits for the disk.
+bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
   try {
-    write_file_atomically(report_path_, format_json_report(report_));
-    written = true;
-    // The self-contained HTML page beside it, for people (the JSON is for tools).
-    const std::string html = report_path_.substr(0, report_path_.size() - 5) + ".html";
-    write_file_atomically(html, format_html_report(report_));
+    if (journal_header_.empty()) {
+      journal_header_ = format_journal_header(report_);
+      journal_ = std::make_unique<ReportJournalFile>(report_path_);
+    }
+    auto task = [journal = journal_.get(), state = &journal_state_, header = journal_header_,
+                 line = format_journal_epoch(summary, report_.environment)]() noexcept {
+      try {
+        journal->append(header, line);
+        state->store(kOnDisk);
+      } catch (const std::exception& e) {
+        // The folder was checked at session start; if it went away since, say so and go on
+        // training: a lost report must never stop the run.
+        state->store(kFailed);
+        detail::warn(e.what());
+      }
+    };
+    if (!report_writer_.try_post(std::move(task))) {
+      ++journal_dropped_;
+      detail::warn("the report writer is ", kPendingReportWrites,
+                   " epochs behind (a slow or stalled disk?): epoch ", summary.index, " is not in ",
+                   journal_->journal_path(), "; ", journal_dropped_,
+                   " epoch(s) left out so far, all of them in ", report_path_,
+                   " when the session ends");
+      return false;
+    }
+    return true;
   } catch (const std::exception& e) {
-    // The folder was checked at session start; if it went away since, say so and go on
-    // training: a lost report must never stop the run.
-    detail::warn(e.what());
+    detail::warn("epoch ", summary.index, " could not be written to the report: ", e.what());
+    return false;
   }
-  printer_.epoch_ended(report_, report_path_, written);
+}
+
+// The session's end: the whole run once as one JSON document and the HTML page, after every line
+// still queued, from the report in memory (so an epoch the queue left out is in it too).
+void SessionState::finish_report() noexcept {
+  if (!journal_) return;  // no epoch ended: no report, as before
+  try {
+    auto task = [journal = journal_.get(), state = &journal_state_,
+                 json = format_json_report(report_),
+                 html = format_html_report(report_)]() noexcept {
+      try {
+        journal->finish(json, html);
+        state->store(kDocumentWritten);
+      } catch (const std::exception& e) {
+        state->store(kFailed);
+        detail::warn(e.what());
+      }
+    };
+    if (!report_writer_.try_post(task)) {
+      report_writer_.flush();  // the queue is full: after what is in it, on this thread
+      task();
+    }
+    report_writer_.flush();
+  } catch (const std::exception& e) {
+    detail::warn("the report could not be written at the session's end: ", e.what(),
+                 "; the epochs are in ", journal_->journal_path());
+  }
+  // The whole run's files, named only once they are there (issue 17).
+  try {
+    const std::string html = report_path_.substr(0, report_path_.size() - 5) + ".html";
+    printer_.session_ended(
+        report_, journal_state_.load() == kDocumentWritten
+                     ? "  report: " + report_path_ + " (for tools), " + html + " (for people)\n"
+                     : "  report: not written (see fathom's warning)\n");
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp: the report line");
+  }
+}
+
+void SessionState::write_report(bool ended, bool wait) noexcept {
+  const bool written = ended && post_epoch_line(report_.epochs.back());
+  if (wait) report_writer_.flush();
+  // Only a file that is there (issue 17): the writer says whether the journal reached the disk;
+  // until its first line did, the file is named as the one being written.
+  const int state = journal_state_.load();
+  std::string where;
+  try {
+    if (!written || state == kFailed)
+      where = "  report: not written (see fathom's warning)\n";
+    else if (state == kOnDisk)
+      where = "  report: " + journal_->journal_path() + " (the run so far; " + report_path_ +
+              " and its .html when the session ends)\n";
+    else
+      where = "  report: being written to " + journal_->journal_path() + "\n";
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp: the report line");
+  }
+  printer_.epoch_ended(report_, where);
 }
 
 void SessionState::begin_step() noexcept {

@@ -5,6 +5,7 @@
 #include <fathom/rank_info.h>
 #include <fathom/report.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,8 @@
 #include "collect/resident_sampler.h"
 #include "measure/allocator_access.h"
 #include "measure/device_meter.h"
+#include "records/background_writer.h"
+#include "records/report_journal_file.h"
 #include "records/run_name.h"
 #include "records/warning_sink.h"
 #include "session/op_ranges.h"
@@ -92,6 +95,8 @@ class SessionState {
   RunReport& report() noexcept { return report_; }
   const std::string& report_path() const noexcept { return report_path_; }
   std::int64_t step_index() const noexcept { return step_index_; }
+  // Waits until every ended epoch's line is in the journal on disk (session.h, flush_report).
+  void flush_report() noexcept { report_writer_.flush(); }
 
   // The session whose epoch or step scope is innermost on this thread, or null: ModuleScope,
   // fathom::forward and fathom::block take no session and reach theirs through it. Epoch and
@@ -102,7 +107,9 @@ class SessionState {
   static void pop_current(SessionState* state) noexcept;
 
  private:
-  void write_report() noexcept;
+  void write_report(bool ended, bool wait) noexcept;
+  bool post_epoch_line(const EpochSummary& summary) noexcept;  // false: not queued (warned)
+  void finish_report() noexcept;
   void overlapping_phase(Phase p) noexcept;  // the warning and report note for a nested phase
 
   // First member: the session's warnings go where its options say from the first line of the
@@ -114,6 +121,18 @@ class SessionState {
   RunReport report_;
   ReportPrinter printer_;
   std::string report_path_;
+  // The report's files (report_journal_file.h), touched only by tasks on report_writer_'s thread
+  // once the first epoch ended; destroyed after the writer has run its last task.
+  std::unique_ptr<ReportJournalFile> journal_;
+  std::string journal_header_;        // the journal's first line, made at the first epoch's end
+  std::int64_t journal_dropped_ = 0;  // epochs the full queue kept out of the journal
+  // What the writer last did, for the terminal's "report:" line: set on its thread.
+  static constexpr int kNothingYet = 0, kOnDisk = 1, kFailed = 2, kDocumentWritten = 3;
+  std::atomic<int> journal_state_{kNothingYet};
+  // Epoch lines waiting for the disk: enough for a disk stalled for many short epochs; a stall
+  // beyond it costs the journal lines, never the training (the end's document has every epoch).
+  static constexpr std::size_t kPendingReportWrites = 64;
+  BackgroundWriter report_writer_{kPendingReportWrites};
   RankInfo rank_;
   std::string rank_range_suffix_;  // " [rank 3]" in a distributed job
   DeviceMeter device_;

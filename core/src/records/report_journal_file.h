@@ -1,0 +1,36 @@
+#pragma once
+// The files of a session's report on disk: the journal `<run>.jsonl` it appends one line to per
+// ended epoch while it runs, and the document `<run>.json` with its page `<run>.html` written once
+// at its end (docs/report-schema.md, "report journal"). Blocking file I/O and fsync: a session
+// calls these on its report writer's thread (background_writer.h), never on the training thread.
+#include <string>
+
+namespace fathom::detail {
+
+class ReportJournalFile {
+ public:
+  // json_path: `<run>.json`; the journal is `<run>.jsonl` beside it, the page `<run>.html`.
+  explicit ReportJournalFile(std::string json_path);
+  ~ReportJournalFile();  // closes the journal; leaves it on disk unless finish() removed it
+  ReportJournalFile(const ReportJournalFile&) = delete;
+  ReportJournalFile& operator=(const ReportJournalFile&) = delete;
+
+  // Appends one epoch's line and syncs it to disk. The first call creates the journal with header
+  // as its first line, as a new file renamed into place (never written through a planted link),
+  // and removes a `<run>.json` and `<run>.html` an earlier run of the same name left, so that no
+  // reader takes them for this run's. Throws fathom::Error naming the file; a failed append leaves
+  // the journal as it was (the partial line is cut off).
+  void append(const std::string& header, const std::string& line);
+  // Writes the whole run as `<run>.json` and `<run>.html` (each atomically), then removes the
+  // journal: the document holds everything it held. Throws fathom::Error naming the file.
+  void finish(const std::string& json, const std::string& html);
+
+  const std::string& journal_path() const noexcept { return journal_path_; }
+
+ private:
+  std::string json_path_, journal_path_, html_path_;
+  int fd_ = -1;
+  long long size_ = 0;  // bytes of complete lines in the journal
+};
+
+}  // namespace fathom::detail

@@ -1,0 +1,175 @@
+// The report's writes never hold up training: fsync stands in for a slow disk here (this test
+// binary defines it, so every fsync and fdatasync fathom makes comes through it), and no epoch's
+// end may call it on the training thread or wait for it. And a run killed at any moment leaves a
+// report that reads whole, holding the epochs it had ended.
+#include <dlfcn.h>
+#include <fathom/fathom.h>
+#include <fathom/report_writers.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "records/file_system.h"
+#include "session_fixture.h"
+
+namespace {
+
+// The slow disk: each sync sleeps this long, once armed.
+std::atomic<int> sync_sleep_ms{0};
+std::mutex sync_mutex;
+std::vector<std::thread::id> sync_threads;  // every caller, while armed
+
+void slow_sync() {
+  if (sync_sleep_ms.load() <= 0) return;
+  {
+    std::lock_guard<std::mutex> lock(sync_mutex);
+    sync_threads.push_back(std::this_thread::get_id());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(sync_sleep_ms.load()));
+}
+
+template <typename F>
+F real(const char* name) {
+  return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+}
+
+}  // namespace
+
+extern "C" int fsync(int fd) {
+  static const auto next = real<int (*)(int)>("fsync");
+  slow_sync();
+  return next(fd);
+}
+
+extern "C" int fdatasync(int fd) {
+  static const auto next = real<int (*)(int)>("fdatasync");
+  slow_sync();
+  return next(fd);
+}
+
+namespace fathom {
+namespace {
+
+using test::SessionTest;
+using Clock = std::chrono::steady_clock;
+
+void one_step_epoch(Session& session) {
+  auto e = session.epoch();
+  auto step = e.step(1);
+  auto f = step.forward();
+}
+
+TEST_F(SessionTest, ASlowDiskNeverHoldsUpAnEpochsEnd) {
+  constexpr int kSyncMs = 300;
+  constexpr int kEpochs = 4;
+  std::vector<double> end_ms;
+  {
+    Session session(Options().report_dir(dir()).run_name("slow").print_report(false));
+    {
+      std::lock_guard<std::mutex> lock(sync_mutex);
+      sync_threads.clear();
+    }
+    sync_sleep_ms = kSyncMs;
+    for (int i = 0; i < kEpochs; ++i) {
+      Clock::time_point before;
+      {
+        auto e = session.epoch();
+        {
+          auto step = e.step(1);
+          auto f = step.forward();
+        }
+        before = Clock::now();
+      }  // the epoch's end, timed
+      end_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - before).count());
+    }
+    // Each end took well under one stalled sync: it did not wait for any.
+    for (int i = 0; i < kEpochs; ++i) EXPECT_LT(end_ms[i], kSyncMs * 0.8) << "epoch " << i;
+  }  // the session's end waits for the writer: the whole run on disk, then
+  sync_sleep_ms = 0;
+  {
+    std::lock_guard<std::mutex> lock(sync_mutex);
+    // The disk was used (each epoch's line synced, then the document and the page), never by the
+    // training thread: not at an epoch's end, not at the session's.
+    EXPECT_GE(sync_threads.size(), static_cast<std::size_t>(kEpochs));
+    for (auto id : sync_threads) EXPECT_NE(id, std::this_thread::get_id());
+  }
+  EXPECT_FALSE(fs::exists(dir() + "/slow.jsonl"));
+  const RunReport back = read_report_file(dir() + "/slow.json");
+  ASSERT_EQ(back.epochs.size(), static_cast<std::size_t>(kEpochs));
+  EXPECT_TRUE(fs::exists(dir() + "/slow.html"));
+}
+
+TEST_F(SessionTest, AnEpochEndedByAnExceptionIsOnDiskBeforeTheExceptionLeaves) {
+  Session session(Options().report_dir(dir()).run_name("thrown").print_report(false));
+  one_step_epoch(session);
+  try {
+    auto e = session.epoch();
+    auto step = e.step(1);
+    throw std::runtime_error("injected");
+  } catch (const std::runtime_error&) {
+    // The program may end here without unwinding further (std::terminate): the epoch is there.
+    const RunReport back = read_report_file(session.report_path());
+    ASSERT_EQ(back.epochs.size(), 2u);
+    EXPECT_TRUE(back.epochs[1].ended_by_exception);
+  }
+}
+
+// A child process trains one-step epochs until it is killed with SIGKILL at a random moment: the
+// report on disk must read whole, read while it is written too, and hold every epoch the child
+// said it had flushed.
+TEST_F(SessionTest, AReportSurvivesAKillAtAnyMoment) {
+  ASSERT_EQ(fs::make_directories(dir()), "");
+  std::mt19937 random(12345);
+  for (int round = 0; round < 6; ++round) {
+    const std::string name = "killed" + std::to_string(round);
+    int flushed[2];
+    ASSERT_EQ(::pipe(flushed), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::close(flushed[0]);
+      Session session(Options().report_dir(dir()).run_name(name).print_report(false).warnings(
+          [](std::string_view) {}));
+      for (int epoch = 1;; ++epoch) {
+        one_step_epoch(session);
+        // Every third epoch: waits until the disk has it and says so; the others only queue.
+        if (epoch % 3 == 0) {
+          session.flush_report();
+          if (::write(flushed[1], &epoch, sizeof epoch) != sizeof epoch) ::_exit(3);
+        }
+      }
+    }
+    ::close(flushed[1]);
+    const int at_least = 3 * std::uniform_int_distribution<int>(1, 8)(random);
+    int confirmed = 0;
+    while (confirmed < at_least) ASSERT_EQ(::read(flushed[0], &confirmed, sizeof confirmed), 4);
+    // A reader meanwhile: every read is a whole report.
+    const std::string json = dir() + "/" + name + ".json";
+    for (int i = 0; i < 20; ++i) {
+      const RunReport live = read_report_file(json);
+      EXPECT_GE(live.epochs.size(), static_cast<std::size_t>(confirmed));
+    }
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(random)));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ::close(flushed[0]);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "round " << round;
+    EXPECT_FALSE(fs::exists(json));  // killed: the journal is the report
+    const RunReport back = read_report_file(json);
+    ASSERT_GE(back.epochs.size(), static_cast<std::size_t>(confirmed)) << "round " << round;
+    for (std::size_t i = 0; i < back.epochs.size(); ++i) EXPECT_EQ(back.epochs[i].index, i);
+  }
+}
+
+}  // namespace
+}  // namespace fathom
