@@ -112,6 +112,28 @@ TEST_F(SessionTest, EveryWatchedModelAndOptimizerIsInTheFootprint) {
   EXPECT_EQ(back.epochs.at(0).footprint->models[1].optimizer_state_bytes, pd * 8);
 }
 
+// The done-when: the two-model, two-optimizer loop of custom modules under
+// FATHOM_MODE=auto (mixed precision and checkpointing free to act) trains to the end, across
+// epochs, with finite losses and a report. (The LSTM's part is amp_failure_test.cpp's.)
+TEST_F(SessionTest, TheGanTrainsUnderAutoModeWithoutCrashing) {
+  ScopedEnv mode("FATHOM_MODE", "auto");
+  Session session(Options().report_dir(dir()).run_name("gan-auto").print_report(false));
+  ASSERT_EQ(session.options().mode(), Mode::Auto);
+  torch::manual_seed(0);
+  Net g(16, 24), d(24, 1);
+  torch::optim::Adam og(g->parameters()), od(d->parameters());
+  session.watch(*g);
+  session.watch(*d);
+  session.watch(og);
+  session.watch(od);
+  for (int epoch = 0; epoch < 2; ++epoch)
+    train_gan(session, g, d, og, od, 40, /*through_fathom=*/true);
+  ASSERT_EQ(session.report().epochs.size(), 2u);
+  for (const auto& p : g->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  for (const auto& p : d->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  EXPECT_EQ(session.report().epochs.at(1).failed_steps, 0);
+}
+
 TEST_F(SessionTest, AModelOutsideEveryOptimizerHasNoOptimizerShare) {
   Session session(Options().report_dir(dir()).print_report(false));
   Net g(16, 24), d(24, 1);

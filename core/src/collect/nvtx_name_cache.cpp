@@ -23,6 +23,15 @@ bool same(const void* entry_text, std::size_t entry_size, std::string_view text)
 
 }  // namespace
 
+NameCache::~NameCache() {
+  for (auto& slot : slots_) {
+    const Entry* e = slot.load(std::memory_order_relaxed);
+    if (!e) continue;
+    delete[] e->text;
+    delete e;
+  }
+}
+
 Name NameCache::find(std::string_view text) noexcept {
   const std::size_t hash = std::hash<std::string_view>{}(text);
   for (std::size_t i = hash % kSlots, probes = 0; probes < kSlots; i = (i + 1) % kSlots, ++probes) {
@@ -58,8 +67,9 @@ Name NameCache::insert(std::string_view text, std::size_t hash) noexcept {
 }
 
 NameCache& op_names() noexcept {
-  static NameCache cache;  // constant-initialized, trivially destroyed: safe during exit
-  return cache;
+  // Never destroyed: ops can still run during exit, after static destructors.
+  static NameCache* cache = new NameCache;
+  return *cache;
 }
 
 }  // namespace fathom::nvtx

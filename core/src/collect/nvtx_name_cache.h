@@ -7,7 +7,7 @@
 //
 // Bounded: after kCapacity distinct texts find() returns a null Name, and callers pass the text as
 // an ASCII message instead (a program that makes op names up at run time cannot grow it forever).
-// Entries are never freed, like the domain their handles belong to.
+// A cache frees its entries when destroyed; the process's (op_names) is never destroyed.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +23,7 @@ class NameCache {
   static constexpr std::size_t kCapacity = 4096;
 
   NameCache() noexcept = default;
+  ~NameCache();
   NameCache(const NameCache&) = delete;
   NameCache& operator=(const NameCache&) = delete;
 
