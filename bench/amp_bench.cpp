@@ -116,6 +116,11 @@ int main(int argc, char** argv) try {
   fathom::GradScaler scaler(fathom::GradScalerOptions().enabled(fp16));
   const std::string report_dir =
       fathom::fs::temp_directory() + "/fathom-amp-bench-" + std::to_string(::getpid());
+  // Removed after the session's end, which writes the whole run's report there.
+  struct RemovedLast {
+    std::string dir;
+    ~RemovedLast() { fathom::fs::remove_tree(dir); }
+  } removed_last{report_dir};
   fathom::Session session(fathom::Options()
                               .mode(fathom::Mode::Auto)
                               .report_dir(report_dir)
@@ -213,7 +218,6 @@ int main(int argc, char** argv) try {
                     std::string(fathom::amp_event_kind_name(ev.kind)).c_str(), ev.detail.c_str());
     std::printf("\n");
   }
-  fathom::fs::remove_tree(report_dir);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "amp_bench: %s\n", e.what());
