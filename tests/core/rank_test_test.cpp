@@ -1,9 +1,9 @@
+#include "analyze/rank_test.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "analyze/rank_test.h"
 
 namespace fathom::detail {
 namespace {
