@@ -119,21 +119,24 @@ TEST_F(SessionNvtxTest, PhasesLevelHasNoModuleRanges) {
   EXPECT_EQ(find_range(t, "0 (Linear)"), nullptr);
 }
 
+// One epoch of one step: a forward through model's own forward (no module ranges), a backward.
+void one_epoch_of_one_step(Session& session, torch::nn::Sequential& model) {
+  auto e = session.epoch();
+  auto step = e.step(4);
+  torch::Tensor loss;
+  {
+    auto f = step.forward();
+    loss = model->forward(torch::randn({4, 8})).sum();
+  }
+  auto b = step.backward();
+  loss.backward();
+}
+
 TEST_F(SessionNvtxTest, OpRangesWithSequenceNumbersAndShapes) {
   Session session(
       Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops).record_shapes(true));
   auto model = tiny_model();
-  {
-    auto e = session.epoch();
-    auto step = e.step(4);
-    torch::Tensor loss;
-    {
-      auto f = step.forward();
-      loss = model->forward(torch::randn({4, 8})).sum();
-    }
-    auto b = step.backward();
-    loss.backward();
-  }
+  one_epoch_of_one_step(session, model);
   auto t = tree();
   EXPECT_TRUE(t.errors.empty()) << t.errors.front();
   auto addmm = std::find_if(t.ranges.begin(), t.ranges.end(), [](const NvtxRange& r) {
@@ -155,17 +158,8 @@ TEST_F(SessionNvtxTest, OpRangesWithSequenceNumbersAndShapes) {
 TEST_F(SessionNvtxTest, OpRangesAreRegisteredNamesWithTheSequenceNumberAsPayload) {
   Session session(Options().report_dir(dir()).print_report(false).nvtx(NvtxLevel::Ops));
   auto model = tiny_model();
-  for (int i = 0; i < 2; ++i) {  // the second step finds every name already registered
-    auto e = session.epoch();
-    auto step = e.step(4);
-    torch::Tensor loss;
-    {
-      auto f = step.forward();
-      loss = model->forward(torch::randn({4, 8})).sum();
-    }
-    auto b = step.backward();
-    loss.backward();
-  }
+  for (int i = 0; i < 2; ++i)  // the second step finds every name already registered
+    one_epoch_of_one_step(session, model);
   auto t = tree();
   EXPECT_TRUE(t.errors.empty()) << t.errors.front();
   std::vector<const NvtxRange*> addmm, backward;
