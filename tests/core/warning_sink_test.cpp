@@ -1,5 +1,6 @@
 #include "records/warning_sink.h"
 
+#include <fathom/error.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,6 +27,16 @@ TEST(WarningSink, SaysEachKindAFewTimesThenCountsAndSumsUp) {
   // Another kind is not held back by the first.
   warn_as("test: another", "different");
   EXPECT_EQ(c.lines.back(), "different");
+}
+
+// A caught fathom::Error is often the warning itself; its what() starts with "fathom: ", and the
+// line said twice it ("fathom: fathom: cannot create ..."), and a handler got the prefix its
+// contract (options.h) says it never gets.
+TEST(WarningSink, AnErrorsOwnPrefixIsNotSaidTwice) {
+  Captured c;
+  warn_as("test: error text", Error("cannot create x.json").what());
+  ASSERT_EQ(c.lines.size(), 1u);
+  EXPECT_EQ(c.lines[0], "cannot create x.json");
 }
 
 TEST(WarningSink, RedirectsNestAndRestore) {

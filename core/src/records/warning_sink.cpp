@@ -42,13 +42,17 @@ WarningHandler route(Sink& s) {
 }
 
 // The only write to standard error in fathom's libraries.
-void say(const WarningHandler& handler, const std::string& line) {
+void say(const WarningHandler& handler, const std::string& whole) {
+  // A caught fathom::Error's text starts with the prefix the sink adds itself.
+  std::string_view line = whole;
+  constexpr std::string_view kPrefix = "fathom: ";
+  if (line.substr(0, kPrefix.size()) == kPrefix) line.remove_prefix(kPrefix.size());
   if (handler) {
     handler(line);
     return;
   }
   const StatusLinePause pause;  // the progress line, cleared and drawn again below the warning
-  std::cerr << "fathom: " << line << "\n";
+  std::cerr << kPrefix << line << "\n";
   std::cerr.flush();
 }
 
