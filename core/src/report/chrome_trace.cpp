@@ -28,12 +28,6 @@ enum HostTid {
   kAnnotationsTid = 6
 };
 
-// Nsight Systems' names for copies ("Memcpy HtoD"), so the two timelines read alike.
-std::string memcpy_name(MemcpyKind k) {
-  if (k == MemcpyKind::Unknown) return "Memcpy";
-  return "Memcpy " + std::string(memcpy_kind_name(k));
-}
-
 class Builder {
  public:
   explicit Builder(json& events) : events_(events) {}
@@ -79,6 +73,19 @@ void min_start(std::int64_t& m, std::span<const R> rs, std::int64_t R::*field) {
 }
 
 }  // namespace
+
+// Nsight Systems' names for copies, so the two timelines read alike.
+std::string memcpy_event_name(MemcpyKind k) {
+  if (k == MemcpyKind::Unknown) return "Memcpy";
+  return "Memcpy " + std::string(memcpy_kind_name(k));
+}
+
+std::string gpu_process_name(std::int32_t device, const std::vector<DeviceProperties>& devices) {
+  std::string name = "GPU " + std::to_string(device);
+  for (const DeviceProperties& p : devices)
+    if (p.id == device && !p.name.empty()) name += " (" + p.name + ")";
+  return name;
+}
 
 std::string format_chrome_trace(const TraceInput& in) {
   json events = json::array();
@@ -170,7 +177,8 @@ std::string format_chrome_trace(const TraceInput& in) {
     }
     for (const MemcpyRecord& m : g->memcpys) {
       const int pid = track(m.device, m.stream);
-      b.complete(memcpy_name(m.kind), "gpu_memcpy", pid, m.stream, m.start_ns, m.end_ns, gpu_origin,
+      b.complete(memcpy_event_name(m.kind), "gpu_memcpy", pid, m.stream, m.start_ns, m.end_ns,
+                 gpu_origin,
                  {{"bytes", m.bytes},
                   {"src", memory_kind_name(m.src)},
                   {"dst", memory_kind_name(m.dst)},
@@ -182,12 +190,8 @@ std::string format_chrome_trace(const TraceInput& in) {
       b.complete("Memset", "gpu_memset", pid, m.stream, m.start_ns, m.end_ns, gpu_origin,
                  {{"bytes", m.bytes}});
     }
-    for (std::int32_t d : devices) {
-      std::string name = "GPU " + std::to_string(d);
-      for (const DeviceProperties& p : g->devices)
-        if (p.id == d && !p.name.empty()) name += " (" + p.name + ")";
-      b.process_name(kGpuPidBase + d, name, 1 + d);
-    }
+    for (std::int32_t d : devices)
+      b.process_name(kGpuPidBase + d, gpu_process_name(d, g->devices), 1 + d);
     for (const auto& [d, s] : streams)
       b.thread_name(kGpuPidBase + d, s, "stream " + std::to_string(s));
   }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace fathom {
 
@@ -24,5 +25,10 @@ struct TraceInput {
 };
 
 std::string format_chrome_trace(const TraceInput& in);
+
+// The names both traces give (this one and a live session's, trace_event_stream.h), so they read
+// like Nsight Systems and like each other: "Memcpy HtoD"; "GPU 0 (NVIDIA H200)".
+std::string memcpy_event_name(MemcpyKind k);
+std::string gpu_process_name(std::int32_t device, const std::vector<DeviceProperties>& devices);
 
 }  // namespace fathom

@@ -9,6 +9,7 @@
 
 #include "records/gz_file.h"
 #include "records/warning_sink.h"
+#include "report/chrome_trace.h"
 
 namespace fathom {
 namespace {
@@ -149,10 +150,7 @@ void TraceEventStream::gpu(const GpuActivity& batch) {
                                   k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x,
                                   k.block_y, k.block_z)});
   for (const MemcpyRecord& m : batch.memcpys)
-    events.push_back({m.start_ns, m.end_ns, m.device, m.stream,
-                      m.kind == MemcpyKind::Unknown
-                          ? "Memcpy"
-                          : "Memcpy " + std::string(memcpy_kind_name(m.kind)),
+    events.push_back({m.start_ns, m.end_ns, m.device, m.stream, memcpy_event_name(m.kind),
                       fmt::format(R"({{"bytes":{},"async":{},"correlation":{}}})", m.bytes, m.async,
                                   m.correlation_id)});
   for (const MemsetRecord& m : batch.memsets)
@@ -166,14 +164,11 @@ void TraceEventStream::gpu(const GpuActivity& batch) {
   for (const GpuEvent& e : events) {
     const int pid = kGpuPidBase + e.device;
     if (named_tracks_.insert({pid, -1}).second) {
-      std::string name = "GPU " + std::to_string(e.device);
-      for (const DeviceProperties& p : batch.devices)
-        if (p.id == e.device && !p.name.empty()) name += " (" + p.name + ")";
       fmt::format_to(std::back_inserter(buffer_),
                      ",\n{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":0,\"args\":{{"
                      "\"name\":",
                      pid);
-      append_string(buffer_, name);
+      append_string(buffer_, gpu_process_name(e.device, batch.devices));
       fmt::format_to(std::back_inserter(buffer_),
                      "}}}},\n{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"tid\":0,"
                      "\"args\":{{\"sort_index\":{}}}}}",

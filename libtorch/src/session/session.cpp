@@ -103,10 +103,10 @@ ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
   if (!s) return;
   detail::TraceExtension* trace = s->extensions().trace;
   if (!s->module_ranges() && !trace) return;
-  const std::string* label = s->module_label(&module);
+  const SessionState::WatchedModule* watched = s->watched_module(&module);
   if (s->module_ranges()) {
-    if (const nvtx::Name* name = s->module_name(&module)) {
-      nvtx::push(nvtx::Kind::Module, *name);
+    if (watched) {
+      nvtx::push(nvtx::Kind::Module, watched->name);
       pushed_ = true;
     } else {
       try {
@@ -119,7 +119,7 @@ ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
   }
   if (trace) {
     try {
-      trace->module_begin(label ? *label : module.name());
+      trace->module_begin(watched ? watched->label : module.name());
       traced_ = trace;
     } catch (...) {
       detail::swallowed("session/session.cpp");

@@ -414,18 +414,12 @@ void SessionState::add_copy(const CopyRecord& r) {
 }
 
 void SessionState::watch_module(const void* module, const std::string& label) {
-  module_names_[module] = nvtx::register_name(label);
-  module_labels_[module] = label;
+  watched_modules_[module] = WatchedModule{nvtx::register_name(label), label};
 }
 
-const std::string* SessionState::module_label(const void* module) const noexcept {
-  auto it = module_labels_.find(module);
-  return it == module_labels_.end() ? nullptr : &it->second;
-}
-
-const nvtx::Name* SessionState::module_name(const void* module) const noexcept {
-  auto it = module_names_.find(module);
-  return it == module_names_.end() ? nullptr : &it->second;
+const SessionState::WatchedModule* SessionState::watched_module(const void* module) const noexcept {
+  auto it = watched_modules_.find(module);
+  return it == watched_modules_.end() ? nullptr : &it->second;
 }
 
 // The step alarms during the epoch, so that Nsight Systems shows the step where one first held and

@@ -57,9 +57,13 @@ class SessionState {
   void add_copy(const CopyRecord& r);
 
   void watch_module(const void* module, const std::string& label);
-  const nvtx::Name* module_name(const void* module) const noexcept;
-  // The label watch() gave module, or null: what the trace file names its range.
-  const std::string* module_label(const void* module) const noexcept;
+  // What watch() learned of a module: its registered NVTX name and its label (the trace file's
+  // range name); null for a module no watch() saw.
+  struct WatchedModule {
+    nvtx::Name name;
+    std::string label;
+  };
+  const WatchedModule* watched_module(const void* module) const noexcept;
 
   // Extensions run in the order they were added (end callbacks in reverse, see
   // session_extension.h); the state owns them. Returns e, for the typed pointers below.
@@ -155,8 +159,7 @@ class SessionState {
   int data_gap_memory_ = -1;            // the device meter's interval over that gap
   int epoch_memory_ = -1;               // and over the whole epoch, phases or not
   std::optional<nvtx::RangeId> data_gap_range_;
-  std::unordered_map<const void*, nvtx::Name> module_names_;
-  std::unordered_map<const void*, std::string> module_labels_;
+  std::unordered_map<const void*, WatchedModule> watched_modules_;
   nvtx::Name epoch_name_, step_name_, data_gap_name_;
   std::array<nvtx::Name, kPhaseCount> phase_names_{};
 };
