@@ -11,12 +11,13 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "advise/export_analysis.h"
 #include "aggregate/gpu_aggregator.h"
 #include "analyze/transfer_analysis.h"
 #include "commands.h"
-#include "records/atomic_file.h"
+#include "records/command_output.h"
 #include "report/analysis_json.h"
 #include "report/chrome_trace.h"
 
@@ -89,11 +90,11 @@ int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
   for (const std::string& s : x.info.skipped) std::cout << "  skipped: " << s << "\n";
   if (!a.json_out.empty()) {
     AnalysisDocument doc{a.path, *e.gpu, x.devices, e.findings, x.info};
-    write_file_atomically(a.json_out, format_analysis_json(doc));
+    write_command_output(a.json_out, "--json", format_analysis_json(doc), {a.path});
     std::cout << fmt::format("  JSON written to {}\n", a.json_out);
   }
   if (!a.html_out.empty()) {
-    write_file_atomically(a.html_out, format_html_report(x.report));
+    write_command_output(a.html_out, "--html", format_html_report(x.report), {a.path});
     std::cout << fmt::format("  HTML written to {}\n", a.html_out);
   }
   return 0;
@@ -101,6 +102,11 @@ int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
 
 int run_analyze(const AnalyzeArgs& a) {
   const LinkPeak link = link_of(a);
+  // Before the analysis: an output that cannot be written (or is the input) is said at once.
+  for (const auto& [path, option] :
+       {std::pair{&a.json_out, "--json"}, std::pair{&a.html_out, "--html"},
+        std::pair{&a.chrome_trace_out, "--chrome-trace"}})
+    if (!path->empty()) check_command_output(*path, option, {a.path});
   if (is_sqlite_file(a.path)) return run_analyze_export(a, link);
   if (!a.html_out.empty())
     throw Error(
@@ -120,11 +126,12 @@ int run_analyze(const AnalyzeArgs& a) {
     TraceInput in;
     in.process_name = a.path;
     in.gpu = &activity;
-    write_file_atomically(a.chrome_trace_out, format_chrome_trace(in));
+    write_command_output(a.chrome_trace_out, "--chrome-trace", format_chrome_trace(in), {a.path});
     std::cout << fmt::format("  Chrome trace written to {}\n", a.chrome_trace_out);
   }
   if (!a.json_out.empty()) {
-    write_file_atomically(a.json_out, format_analysis_json(AnalysisDocument{a.path, summary}));
+    write_command_output(a.json_out, "--json",
+                         format_analysis_json(AnalysisDocument{a.path, summary}), {a.path});
     std::cout << fmt::format("  JSON written to {}\n", a.json_out);
   }
   return 0;

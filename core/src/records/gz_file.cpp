@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "records/file_system.h"
+
 #ifdef FATHOM_HAVE_ZLIB
 #include <zlib.h>
 #endif
@@ -46,10 +48,21 @@ bool starts_with_gzip_magic(std::FILE* f) {
 }
 #endif
 
+Error not_a_plain_file(const std::string& path) {
+  return Error(
+      fmt::format("cannot create {}: it is not a plain file of its own (a device, a pipe or a "
+                  "hard link); remove it or choose another name",
+                  path));
+}
+
 // The file at path, emptied, for writing. A link at path is refused rather than followed, and so
 // is a file with other names (a hard link): emptying it would empty a file someone else named.
 int open_for_replacing(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // O_NONBLOCK: the open of a FIFO waits for a reader, forever (a FIFO at FATHOM_TRACE held the
+  // session's constructor); without one it fails at once (ENXIO), with one it is refused below.
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENXIO) throw not_a_plain_file(path);
   if (fd < 0) {
     if (errno == ELOOP)
       throw Error(
@@ -61,11 +74,10 @@ int open_for_replacing(const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
     ::close(fd);
-    throw Error(
-        fmt::format("cannot create {}: it is not a plain file of its own (a device, a "
-                    "pipe or a hard link); remove it or choose another name",
-                    path));
+    throw not_a_plain_file(path);
   }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   if (::ftruncate(fd, 0) != 0) {
     const std::string why = system_reason();
     ::close(fd);
@@ -82,14 +94,9 @@ bool has_gz_suffix(std::string_view path) noexcept {
 
 InputFile::InputFile(std::string path, std::int64_t max_bytes)
     : path_(std::move(path)), max_bytes_(max_bytes) {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
-  // A device (/dev/zero), a pipe or a folder has no end, or none worth waiting for.
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(fmt::format("cannot read {}: it is not a regular file", path_));
-  }
+  std::string why;
+  const int fd = fs::open_regular_file(path_, why);
+  if (fd < 0) throw Error(why);
 #ifdef FATHOM_HAVE_ZLIB
   gzFile f = gzdopen(fd, "rb");
   if (!f) {

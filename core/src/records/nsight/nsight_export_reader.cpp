@@ -5,6 +5,7 @@
 #include <fathom/replay.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +17,7 @@
 
 #include "records/activity_batches.h"
 #include "records/annotation_roles.h"
+#include "records/file_system.h"
 #include "records/nsight/nsight_schema.h"
 #include "records/nsight/op_range_text.h"
 #include "records/nsight/sqlite_db.h"
@@ -605,11 +607,13 @@ class Reader {
 }  // namespace
 
 bool is_sqlite_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  // Checked before anything can wait on it: `fathom analyze FIFO` hung in the open.
+  std::string why;
+  const int fd = fs::open_regular_file(path, why);
+  if (fd < 0) throw Error(why);
   char head[16] = {};
-  const std::size_t n = std::fread(head, 1, sizeof head, f);
-  std::fclose(f);
+  const ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
   return n == sizeof head && std::memcmp(head, "SQLite format 3", 16) == 0;
 }
 
