@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "records/file_system.h"
+#include "records/terminal_text.h"
 #include "records/warning_sink.h"
 
 namespace fathom {
@@ -202,7 +203,7 @@ void ensure_writable_folder(const std::string& folder) {
     throw Error(
         fmt::format("cannot create report folder '{}': {}; choose a writable folder with "
                     "Options::report_dir or FATHOM_REPORT_DIR",
-                    folder, why));
+                    detail::printed_path(folder), why));
   }
   std::string probe;
   int fd = detail::create_new_file(fmt::format("{}/{}", folder, kProbePrefix), probe);
@@ -210,7 +211,7 @@ void ensure_writable_folder(const std::string& folder) {
     throw Error(
         fmt::format("report folder '{}' is not writable: {}; choose a writable folder "
                     "with Options::report_dir or FATHOM_REPORT_DIR",
-                    folder, system_reason(errno)));
+                    detail::printed_path(folder), system_reason(errno)));
   }
   ::close(fd);
   ::unlink(probe.c_str());

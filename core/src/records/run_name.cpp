@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "records/terminal_text.h"
+
 namespace fathom::detail {
 namespace {
 
@@ -58,8 +60,8 @@ void check_run_name(std::string_view name, std::string_view source) {
     if (why.empty() && (static_cast<unsigned char>(c) < 0x20 || c == 0x7F))
       why = "it holds a control character";
   if (why.empty()) return;
-  // The name itself may be long or hold control characters: show its start, escaped by fmt.
-  throw Error(fmt::format("{}={:?} is not a valid run name ({}); {}", source, name.substr(0, 64),
+  // The name itself may be long or hold control characters: its start, escaped.
+  throw Error(fmt::format("{}='{}' is not a valid run name ({}); {}", source, echoed_value(name),
                           why, kAccepted));
 }
 
