@@ -7,6 +7,7 @@
 #include <fathom/report_writers.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <iostream>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "analyze/transfer_analysis.h"
 #include "commands.h"
 #include "records/command_output.h"
+#include "records/terminal_text.h"
 #include "report/analysis_json.h"
 #include "report/chrome_trace.h"
 
@@ -66,6 +68,23 @@ LinkPeak link_of(const AnalyzeArgs& a) {
                   "the trace does not give the PCIe generation and width (pass --pcie GEN:WIDTH)"};
 }
 
+// The export's NVTX ranges outside fathom's domain by name, the longest total first.
+void print_range_names(const NsightExportInfo& info) {
+  if (info.range_names.empty()) return;
+  constexpr std::size_t kRows = 20;
+  std::cout << fmt::format("\nNVTX ranges: {} ({} name{})\n", info.nvtx_ranges,
+                           info.range_names.size(), info.range_names.size() == 1 ? "" : "s");
+  std::cout << fmt::format("    {:<48} {:>9} {:>12}\n", "name", "count", "total ms");
+  for (std::size_t i = 0; i < std::min(kRows, info.range_names.size()); ++i) {
+    const auto& r = info.range_names[i];
+    std::cout << fmt::format("    {:<48} {:>9} {:>12.3f}\n", detail::terminal_safe(r.name), r.count,
+                             double(r.total_ns) / 1e6);
+  }
+  if (info.range_names.size() > kRows)
+    std::cout << fmt::format("    ... {} more names (--json lists them all)\n",
+                             info.range_names.size() - kRows);
+}
+
 // An Nsight Systems export: streamed (exports reach gigabytes), advised, one section per device.
 int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
   if (!a.chrome_trace_out.empty())
@@ -87,6 +106,7 @@ int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
     std::cout << fmt::format("\ndevice {} alone (its GPU work and the processes that used it)\n",
                              d.device)
               << format_gpu_summary_text(d.gpu);
+  print_range_names(x.info);
   for (const std::string& s : x.info.skipped) std::cout << "  skipped: " << s << "\n";
   if (!a.json_out.empty()) {
     AnalysisDocument doc{a.path, *e.gpu, x.devices, e.findings, x.info};

@@ -15,6 +15,9 @@
 
 #include <chrono>
 #include <exception>
+#include <filesystem>
+#include <functional>
+#include <vector>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -171,6 +174,31 @@ TEST(HostileInput, InputsHaveASizeLimitUncompressedToo) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("holds more than 1 MiB (uncompressed)"), std::string::npos)
         << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+// Issue 25: a gzip bomb of zero bytes is refused at its first byte, before the rest is inflated:
+// the stream here is cut in half, and the error is "not JSON", never the truncation it would
+// reach after reading everything. Every JSON reader shares the rule (Content::Json).
+TEST(HostileInput, NonJsonIsRefusedAtTheFirstByteBeforeTheRestIsRead) {
+  const std::string path = testing::TempDir() + "/fathom_zero_bomb.json.gz";
+  {
+    detail::OutputFile out(path);
+    for (int i = 0; i < 64; ++i) out.write(std::string(1 << 20, '\0'));
+    out.close();
+  }
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  for (const auto& read : std::vector<std::function<void()>>{
+           [&] { (void)read_kineto_trace(path); }, [&] { (void)load_trace(path); },
+           [&] { (void)read_report_file(path); }}) {
+    try {
+      read();
+      FAIL() << "read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not JSON: byte 1 is 0x00"), std::string::npos)
+          << e.what();
+    }
   }
   std::remove(path.c_str());
 }
