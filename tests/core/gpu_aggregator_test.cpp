@@ -220,6 +220,60 @@ TEST(GpuAggregator, KernelsDeliveredManyStepEndsAfterTheirLaunchKeepTheirOpAndPh
   EXPECT_LT(agg.held_records(), 10u);
 }
 
+// Bad input: the same records delivered late, split over many flushes and reordered inside each
+// batch add up to what one sweep of them all gives: nothing counted twice, nothing invented,
+// and what could not be attributed stays counted as unattributed.
+TEST(GpuAggregator, LateSplitAndReorderedDeliveryAddsUpToOneSweep) {
+  GpuActivity all;
+  for (int s = 0; s < 20; ++s) {
+    const std::int64_t t = 1000 * s;
+    all.annotations.push_back(test::annotation(s % 2 ? "backward" : "forward", t, t + 400));
+    all.ops.push_back(test::op("aten::mm", t + 10, t + 300, static_cast<std::uint64_t>(s + 1),
+                               {{64, 64}, {64, 64}}, {"float", "float"}));
+    RuntimeCallRecord launch = test::call("cudaLaunchKernel", t + 20, t + 25, 100 + s);
+    launch.external_id = static_cast<std::uint64_t>(s + 1);
+    all.runtime_calls.push_back(launch);
+    all.kernels.push_back(test::kernel(test::kSgemm, t + 600, t + 700, 100 + s));
+    // A kernel whose launch is in no record: unattributed, and counted so.
+    all.kernels.push_back(test::kernel(test::kElementwise, t + 800, t + 810, 9000 + s));
+  }
+  const GpuAggregate once = aggregate(all);
+
+  GpuAggregator agg;
+  for (int s = 0; s < 30; ++s) {
+    GpuActivity b;
+    if (s < 20) {
+      b.annotations.push_back(all.annotations[s]);
+      b.ops.push_back(all.ops[s]);
+      b.runtime_calls.push_back(all.runtime_calls[s]);
+    }
+    // Kernels ten flushes late, the later one first.
+    if (s >= 10) {
+      b.kernels.push_back(all.kernels[2 * (s - 10) + 1]);
+      b.kernels.push_back(all.kernels[2 * (s - 10)]);
+    }
+    agg.add(b);
+    agg.flush();
+  }
+  const GpuAggregate split = agg.snapshot();
+  ASSERT_EQ(split.kernels.size(), once.kernels.size());
+  for (const KernelStats& k : once.kernels) {
+    EXPECT_EQ(kernel_named(split, k.name).count, k.count) << k.name;
+    EXPECT_EQ(kernel_named(split, k.name).total_ns, k.total_ns) << k.name;
+  }
+  for (std::size_t p = 0; p < kPhaseBuckets; ++p) {
+    EXPECT_EQ(split.phases[p].kernel_count, once.phases[p].kernel_count) << "bucket " << p;
+    EXPECT_EQ(split.phases[p].kernel_ns, once.phases[p].kernel_ns) << "bucket " << p;
+  }
+  EXPECT_EQ(once.phases[kUnattributed].kernel_count, 20) << "the kernels without a launch";
+  ASSERT_EQ(split.eligible_ops.size(), 1u);
+  EXPECT_EQ(split.eligible_ops[0].instances, once.eligible_ops[0].instances);
+  EXPECT_EQ(split.eligible_ops[0].with_kernels, once.eligible_ops[0].with_kernels);
+  EXPECT_EQ(split.eligible_ops[0].cuda_core_ns, once.eligible_ops[0].cuda_core_ns);
+  EXPECT_EQ(split.records, once.records);
+  EXPECT_EQ(split.late_records, 0);
+}
+
 // The bound: launches whose kernels never come are forgotten past it, and counted.
 TEST(GpuAggregator, OwedLaunchesAreBoundedAndTheCutIsCounted) {
   AggregatorLimits limits;
