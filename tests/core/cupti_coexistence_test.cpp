@@ -210,6 +210,48 @@ TEST_F(CoexistenceTest, ASuspectedTakeoverThatWasNotOneEndsAtTheNextBuffer) {
   EXPECT_GE(kernels(), 6u);
 }
 
+// Issue 23, 4(a): the session ends while a profile runs that fathom has not noticed yet (no phase
+// asked since it started). The profile keeps the kernels launched after fathom's end.
+TEST_F(CoexistenceTest, ASessionEndingDuringAProfileLeavesItsKernelsToTheProfile) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  synced_step(*c, 1);
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();
+  kineto->start();
+  c->stop();
+  for (int i = 0; i < 3; ++i) {
+    kineto->push_op(1000 + static_cast<std::uint64_t>(i));
+    cupti->launch_kernel("profiled_kernel", 7, 20'000, false);
+    kineto->pop_op();
+  }
+  cupti->wait_gpu();
+  kineto->stop();
+  expect_clean_trace(3);
+}
+
+// The same for a CUPTI failure while a profile runs: fathom gives up, the profile's kinds stay.
+TEST_F(CoexistenceTest, AFailureDuringAProfileLeavesItsKindsEnabled) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  synced_step(*c, 1);
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();
+  kineto->start();
+  cupti->set_result("cuptiActivityFlushAll", CUPTI_ERROR_UNKNOWN);
+  c->flush(false);
+  cupti->set_result("cuptiActivityFlushAll", CUPTI_SUCCESS);
+  ASSERT_EQ(c->state(), CuptiState::Failed) << all_notes(c->not_measured());
+  for (int i = 0; i < 3; ++i) {
+    kineto->push_op(1000 + static_cast<std::uint64_t>(i));
+    cupti->launch_kernel("profiled_kernel", 7, 20'000, false);
+    kineto->pop_op();
+  }
+  cupti->wait_gpu();
+  kineto->stop();
+  expect_clean_trace(3);
+}
+
 // Finding 1: when everyone is done, nothing is left recording for nobody.
 TEST_F(CoexistenceTest, NothingIsLeftEnabledWhenEveryoneIsDone) {
   auto c = start();
