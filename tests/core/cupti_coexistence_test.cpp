@@ -36,6 +36,18 @@ class CoexistenceTest : public testing::StandinTest {
     pop_external_id(ExternalIdKind::Phase);
     c.flush(false);
   }
+  // Kernels of the profile's ops launched once fathom is out (stopped, failed), then the
+  // profile's end: its trace must hold every one.
+  void profiled_kernels_after_fathom(int n) {
+    for (int i = 0; i < n; ++i) {
+      kineto->push_op(1000 + static_cast<std::uint64_t>(i));
+      cupti->launch_kernel("profiled_kernel", 7, 20'000, false);
+      kineto->pop_op();
+    }
+    cupti->wait_gpu();
+    kineto->stop();
+    expect_clean_trace(n);
+  }
   void expect_clean_trace(int kernels_launched) {
     const KinetoLookalike::Seen& s = kineto->seen();
     EXPECT_EQ(s.kernels, kernels_launched) << "the profiler's trace lost GPU events";
@@ -220,14 +232,7 @@ TEST_F(CoexistenceTest, ASessionEndingDuringAProfileLeavesItsKernelsToTheProfile
   kineto->prepare();
   kineto->start();
   c->stop();
-  for (int i = 0; i < 3; ++i) {
-    kineto->push_op(1000 + static_cast<std::uint64_t>(i));
-    cupti->launch_kernel("profiled_kernel", 7, 20'000, false);
-    kineto->pop_op();
-  }
-  cupti->wait_gpu();
-  kineto->stop();
-  expect_clean_trace(3);
+  profiled_kernels_after_fathom(3);
 }
 
 // The same for a CUPTI failure while a profile runs: fathom gives up, the profile's kinds stay.
@@ -242,14 +247,7 @@ TEST_F(CoexistenceTest, AFailureDuringAProfileLeavesItsKindsEnabled) {
   c->flush(false);
   cupti->set_result("cuptiActivityFlushAll", CUPTI_SUCCESS);
   ASSERT_EQ(c->state(), CuptiState::Failed) << all_notes(c->not_measured());
-  for (int i = 0; i < 3; ++i) {
-    kineto->push_op(1000 + static_cast<std::uint64_t>(i));
-    cupti->launch_kernel("profiled_kernel", 7, 20'000, false);
-    kineto->pop_op();
-  }
-  cupti->wait_gpu();
-  kineto->stop();
-  expect_clean_trace(3);
+  profiled_kernels_after_fathom(3);
 }
 
 // Finding 1: when everyone is done, nothing is left recording for nobody.

@@ -69,21 +69,6 @@ class ExportReplayTest : public testing::StandinTest {
     return d;
   }
 
-  // One op: fathom's id pushed around the launch, the op handed to the collector.
-  template <typename Launch>
-  void launch_in_op(CuptiCollector& c, Launch&& launch) {
-    OpRecord op;
-    op.name = "aten::mm";
-    op.external_id = next_op++;
-    op.thread = cupti_thread_id();
-    op.start_ns = now_ns();
-    push_external_id(ExternalIdKind::Op, op.external_id);
-    launch();
-    pop_external_id(ExternalIdKind::Op);
-    op.end_ns = now_ns();
-    c.add_op(std::move(op));
-  }
-
   void replay_and_compare(const std::string& path) {
     const GpuActivity work = device_work(path, 0);
     const std::vector<KernelRecord>& ks = work.kernels;
@@ -106,13 +91,13 @@ class ExportReplayTest : public testing::StandinTest {
       for (std::size_t n = 0; n < kPerStep && (k < ks.size() || m < ms.size()); ++n) {
         if (m == ms.size() || (k < ks.size() && ks[k].start_ns <= ms[m].start_ns)) {
           const KernelRecord& r = ks[k++];
-          launch_in_op(*c, [&] {
+          in_op(*c, [&] {
             cupti->launch_kernel(r.name.c_str(), static_cast<std::uint32_t>(r.stream),
                                  r.end_ns - r.start_ns, false);
           });
         } else {
           const MemcpyRecord& r = ms[m++];
-          launch_in_op(*c, [&] {
+          in_op(*c, [&] {
             cupti->memcpy(cupti_copy_kind(r.kind), cupti_memory_kind(r.src),
                           cupti_memory_kind(r.dst), static_cast<std::uint64_t>(r.bytes),
                           static_cast<std::uint32_t>(r.stream), r.end_ns - r.start_ns, r.async);
