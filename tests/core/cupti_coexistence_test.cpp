@@ -36,6 +36,16 @@ class CoexistenceTest : public testing::StandinTest {
     pop_external_id(ExternalIdKind::Phase);
     c.flush(false);
   }
+  // fathom collecting, then a profile starting that no phase has asked about yet.
+  std::unique_ptr<CuptiCollector> profile_starts_unnoticed() {
+    auto c = start();
+    if (!c->collecting()) return c;
+    synced_step(*c, 1);
+    if (!kineto->init()) ADD_FAILURE() << "the profiler could not subscribe";
+    kineto->prepare();
+    kineto->start();
+    return c;
+  }
   // Kernels of the profile's ops launched once fathom is out (stopped, failed), then the
   // profile's end: its trace must hold every one.
   void profiled_kernels_after_fathom(int n) {
@@ -225,24 +235,16 @@ TEST_F(CoexistenceTest, ASuspectedTakeoverThatWasNotOneEndsAtTheNextBuffer) {
 // Issue 23, 4(a): the session ends while a profile runs that fathom has not noticed yet (no phase
 // asked since it started). The profile keeps the kernels launched after fathom's end.
 TEST_F(CoexistenceTest, ASessionEndingDuringAProfileLeavesItsKernelsToTheProfile) {
-  auto c = start();
+  auto c = profile_starts_unnoticed();
   ASSERT_TRUE(c->collecting());
-  synced_step(*c, 1);
-  ASSERT_TRUE(kineto->init());
-  kineto->prepare();
-  kineto->start();
   c->stop();
   profiled_kernels_after_fathom(3);
 }
 
 // The same for a CUPTI failure while a profile runs: fathom gives up, the profile's kinds stay.
 TEST_F(CoexistenceTest, AFailureDuringAProfileLeavesItsKindsEnabled) {
-  auto c = start();
+  auto c = profile_starts_unnoticed();
   ASSERT_TRUE(c->collecting());
-  synced_step(*c, 1);
-  ASSERT_TRUE(kineto->init());
-  kineto->prepare();
-  kineto->start();
   cupti->set_result("cuptiActivityFlushAll", CUPTI_ERROR_UNKNOWN);
   c->flush(false);
   cupti->set_result("cuptiActivityFlushAll", CUPTI_SUCCESS);
