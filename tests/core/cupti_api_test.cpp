@@ -1,6 +1,7 @@
 #include "collect/cupti/cupti_api.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -73,6 +74,28 @@ TEST(CuptiApi, SearchFoldersComeFromTheRunningMachine) {
   EXPECT_TRUE(has("/usr/local/cuda/extras/CUPTI/lib64"));
   for (const std::string& d : dirs)
     EXPECT_EQ(d.find(FATHOM_SOURCE_DIR), std::string::npos) << d << " is the build machine's";
+}
+
+// Issue 23: CUDA 13 toolkits keep libcupti in lib or targets/<arch>-linux/lib, and a process
+// without torch (the core's GPU tests) finds the wheel's copy through its Python environment.
+TEST(CuptiApi, SearchFoldersCoverCuda13LayoutsAndTheEnvironmentsWheels) {
+  const std::filesystem::path venv =
+      std::filesystem::temp_directory_path() / ("fathom-venv-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(venv / "lib/python3.11/site-packages/nvidia");
+  test::ScopedEnv home("CUDA_HOME", "/opt/cuda-13");
+  test::ScopedEnv env("VIRTUAL_ENV", venv.c_str());
+  const std::vector<std::string> dirs = cupti_search_dirs();
+  auto has = [&](const std::string& d) {
+    return std::find(dirs.begin(), dirs.end(), d) != dirs.end();
+  };
+  EXPECT_TRUE(has("/opt/cuda-13/lib"));
+  EXPECT_TRUE(has("/opt/cuda-13/targets/x86_64-linux/lib") ||
+              has("/opt/cuda-13/targets/sbsa-linux/lib"));
+  EXPECT_TRUE(has("/usr/local/cuda/lib"));
+  EXPECT_TRUE(has((venv / "lib/python3.11/site-packages/nvidia/cu").string() +
+                  std::to_string(CUPTI_API_VERSION / 10000) + "/lib"))
+      << "the environment's CUDA wheel";
+  std::filesystem::remove_all(venv);
 }
 
 // The toolkit on the build machine ships libcupti: fathom must find and accept it.

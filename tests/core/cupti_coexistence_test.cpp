@@ -36,6 +36,28 @@ class CoexistenceTest : public testing::StandinTest {
     pop_external_id(ExternalIdKind::Phase);
     c.flush(false);
   }
+  // fathom collecting, then a profile starting that no phase has asked about yet.
+  std::unique_ptr<CuptiCollector> profile_starts_unnoticed() {
+    auto c = start();
+    if (!c->collecting()) return c;
+    synced_step(*c, 1);
+    if (!kineto->init()) ADD_FAILURE() << "the profiler could not subscribe";
+    kineto->prepare();
+    kineto->start();
+    return c;
+  }
+  // Kernels of the profile's ops launched once fathom is out (stopped, failed), then the
+  // profile's end: its trace must hold every one.
+  void profiled_kernels_after_fathom(int n) {
+    for (int i = 0; i < n; ++i) {
+      kineto->push_op(1000 + static_cast<std::uint64_t>(i));
+      cupti->launch_kernel("profiled_kernel", 7, 20'000, false);
+      kineto->pop_op();
+    }
+    cupti->wait_gpu();
+    kineto->stop();
+    expect_clean_trace(n);
+  }
   void expect_clean_trace(int kernels_launched) {
     const KinetoLookalike::Seen& s = kineto->seen();
     EXPECT_EQ(s.kernels, kernels_launched) << "the profiler's trace lost GPU events";
@@ -208,6 +230,26 @@ TEST_F(CoexistenceTest, ASuspectedTakeoverThatWasNotOneEndsAtTheNextBuffer) {
   cupti->wait_gpu();
   c->flush(true);
   EXPECT_GE(kernels(), 6u);
+}
+
+// Issue 23, 4(a): the session ends while a profile runs that fathom has not noticed yet (no phase
+// asked since it started). The profile keeps the kernels launched after fathom's end.
+TEST_F(CoexistenceTest, ASessionEndingDuringAProfileLeavesItsKernelsToTheProfile) {
+  auto c = profile_starts_unnoticed();
+  ASSERT_TRUE(c->collecting());
+  c->stop();
+  profiled_kernels_after_fathom(3);
+}
+
+// The same for a CUPTI failure while a profile runs: fathom gives up, the profile's kinds stay.
+TEST_F(CoexistenceTest, AFailureDuringAProfileLeavesItsKindsEnabled) {
+  auto c = profile_starts_unnoticed();
+  ASSERT_TRUE(c->collecting());
+  cupti->set_result("cuptiActivityFlushAll", CUPTI_ERROR_UNKNOWN);
+  c->flush(false);
+  cupti->set_result("cuptiActivityFlushAll", CUPTI_SUCCESS);
+  ASSERT_EQ(c->state(), CuptiState::Failed) << all_notes(c->not_measured());
+  profiled_kernels_after_fathom(3);
 }
 
 // Finding 1: when everyone is done, nothing is left recording for nobody.

@@ -198,6 +198,23 @@ TEST_F(CuptiCollectorTest, NoDeadlockWhenCuptiRequestsABufferDuringACompletion) 
   EXPECT_EQ(kernels(), 24u);
 }
 
+// Issue 23: a loop with no sync per step gets a stream's kernel buffer back only when it is full
+// (here 50 records: ten steps of kernels), many step ends after the launches' correlations came
+// back. Every kernel still carries its op (its phase is the op's, from the host timeline).
+TEST_F(CuptiCollectorTest, ASyncFreeLoopKeepsEveryKernelsOp) {
+  cupti->set_record_limit_per_buffer(50);
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  for (int i = 0; i < 40; ++i) step(*c, 5);  // no sync: buffers come back when full
+  cupti->wait_gpu();
+  c->flush(true);  // the epoch's end
+  ASSERT_EQ(kernels(), 200u);
+  std::size_t attributed = 0;
+  for (const GpuActivity& a : batches)
+    for (const KernelRecord& k : a.kernels) attributed += k.external_id != 0;
+  EXPECT_EQ(attributed, 200u) << "kernels that came back after their correlations were forgotten";
+}
+
 // Finding 3: records still incomplete at a forced flush end their buffer; they are not a
 // failure, and nothing with a missing end time is aggregated.
 TEST_F(CuptiCollectorTest, IncompleteRecordsAtAForcedFlushAreDroppedNotFatal) {

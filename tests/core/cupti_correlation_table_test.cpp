@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "aggregate/gpu_aggregator.h"
 #include "collect/cupti/correlation_table.h"
 
 namespace fathom::cupti {
@@ -45,9 +46,27 @@ TEST(CorrelationTable, AGraphLaunchAttributesAllItsKernels) {
   for (const KernelRecord& k : a.kernels) EXPECT_EQ(k.external_id, 50u);
 }
 
-TEST(CorrelationTable, KeepsCorrelationsForAFewDeliveriesThenForgetsThem) {
+// Issue 23: in a loop without a sync per step, a stream's kernel buffer comes back only when
+// full (~4,850 kernels), many step-end deliveries after the launches' correlations arrived. A
+// correlation is kept until its GPU record has arrived, however many deliveries that takes.
+TEST(CorrelationTable, OwedCorrelationsOutliveAnyNumberOfDeliveries) {
+  CorrelationTable t;
+  t.add({op(1, 10), phase(1, Phase::Forward)});
+  for (int d = 0; d < 100; ++d) t.next_delivery();
+  GpuActivity a;
+  a.kernels.push_back({.correlation_id = 1});
+  t.attribute(a);
+  EXPECT_EQ(a.kernels[0].external_id, 10u) << "a kernel delivered 100 step ends after its launch";
+  EXPECT_EQ(a.kernels[0].phase, Phase::Forward);
+}
+
+TEST(CorrelationTable, PaidCorrelationsAreKeptAFewDeliveriesThenForgotten) {
   CorrelationTable t;
   t.add({op(1, 10)});
+  GpuActivity first;
+  first.kernels.push_back({.correlation_id = 1});
+  t.attribute(first);
+  // A graph launch's other kernels (one correlation id) may come back in the next buffers.
   for (std::uint32_t d = 1; d < CorrelationTable::kKeepDeliveries; ++d) {
     t.next_delivery();
     GpuActivity a;
@@ -61,6 +80,54 @@ TEST(CorrelationTable, KeepsCorrelationsForAFewDeliveriesThenForgetsThem) {
   late.kernels.push_back({.correlation_id = 1});
   t.attribute(late);
   EXPECT_EQ(late.kernels[0].external_id, 0u);
+}
+
+TEST(CorrelationTable, CallsThatLaunchNoGpuWorkOweNothing) {
+  CorrelationTable t;
+  t.add({phase(1, Phase::Optimizer), phase(2, Phase::Optimizer)});
+  GpuActivity a;
+  a.runtime_calls.push_back({.name = "cudaStreamSynchronize", .correlation_id = 1});
+  a.runtime_calls.push_back({.name = "cudaLaunchKernel", .correlation_id = 2});
+  t.attribute(a);
+  EXPECT_EQ(a.runtime_calls[0].phase, Phase::Optimizer);
+  for (std::uint32_t d = 0; d < CorrelationTable::kKeepDeliveries; ++d) t.next_delivery();
+  EXPECT_EQ(t.size(), 1u) << "the launch still owes its kernel";
+  EXPECT_TRUE(launches_gpu_work("cudaMemcpyAsync"));
+  EXPECT_TRUE(launches_gpu_work("cuLaunchKernel"));
+  EXPECT_TRUE(launches_gpu_work("cudaGraphLaunch"));
+  EXPECT_FALSE(launches_gpu_work("cudaEventRecord"));
+}
+
+TEST(CorrelationTable, SettleForgetsWhatAForcedFlushProvedWillNeverCome) {
+  CorrelationTable t;
+  t.add({op(1, 10), op(2, 20)});
+  t.settle();
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.cut(), 0) << "nothing owed was cut by the memory bound";
+}
+
+TEST(CorrelationTable, TheMemoryBoundCutsTheOldestOwedAndCountsThem) {
+  CorrelationTable t;
+  std::vector<ExternalCorrelation> batch;
+  for (std::uint32_t i = 1; i <= CorrelationTable::kMaxEntries; ++i) {
+    batch.push_back(op(i, i));
+    if (batch.size() == 4096) {
+      t.add(batch);
+      batch.clear();
+      t.next_delivery();
+    }
+  }
+  t.add(batch);
+  EXPECT_EQ(t.cut(), 0);
+  t.add({op(CorrelationTable::kMaxEntries + 1, 7)});
+  EXPECT_GT(t.cut(), 0);
+  EXPECT_LE(t.size(), CorrelationTable::kMaxEntries);
+  GpuActivity a;
+  a.kernels.push_back({.correlation_id = 1});                              // the oldest: cut
+  a.kernels.push_back({.correlation_id = CorrelationTable::kMaxEntries});  // the newest: kept
+  t.attribute(a);
+  EXPECT_EQ(a.kernels[0].external_id, 0u);
+  EXPECT_EQ(a.kernels[1].external_id, CorrelationTable::kMaxEntries);
 }
 
 TEST(CorrelationTable, OnlyFathomsKindsAreKept) {

@@ -1,5 +1,6 @@
 #include "aggregate/gpu_aggregator.h"
 
+#include <fathom/gpu_summary.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -175,6 +176,122 @@ TEST(GpuAggregator, KernelLaunchedInOneBatchCompletesInTheNext) {
   EXPECT_EQ(a.timelines.at(0).busy_ns, us(480));
   EXPECT_EQ(a.timelines.at(0).idle.host_launch_ns, us(170));
   EXPECT_EQ(a.late_records, 0);
+}
+
+// Issue 23: a loop without a sync per step gets a stream's kernels back only when CUPTI's buffer
+// is full, many step ends (flushes) after their launches. The launches, ops and phase ranges
+// are kept until their kernels arrive, not for two flushes.
+TEST(GpuAggregator, KernelsDeliveredManyStepEndsAfterTheirLaunchKeepTheirOpAndPhase) {
+  constexpr int kSteps = 30, kLag = 12;
+  auto host_of = [](int s) {
+    GpuActivity h;
+    const std::int64_t t = 1000 * s;
+    h.annotations.push_back(test::annotation("forward", t, t + 400));
+    h.ops.push_back(test::op("aten::mm", t + 10, t + 300, static_cast<std::uint64_t>(s + 1),
+                             {{64, 64}, {64, 64}}, {"c10::BFloat16", "c10::BFloat16"}));
+    // A launch (owed a kernel) and a call that is owed nothing.
+    RuntimeCallRecord launch = test::call("cudaLaunchKernel", t + 20, t + 25, 100 + s);
+    launch.external_id = static_cast<std::uint64_t>(s + 1);
+    h.runtime_calls.push_back(launch);
+    h.runtime_calls.push_back(test::call("cudaEventQuery", t + 30, t + 31, 5000 + s));
+    return h;
+  };
+  auto kernel_of = [](int s) {
+    const std::int64_t t = 1000 * s;
+    // Ran long after the step: its kernels come back with a later step's buffer.
+    return test::kernel(test::kSgemm, t + 600, t + 700, 100 + s);
+  };
+  GpuAggregator agg;
+  for (int s = 0; s < kSteps + kLag; ++s) {
+    GpuActivity batch = s < kSteps ? host_of(s) : GpuActivity{};
+    if (s >= kLag) batch.kernels.push_back(kernel_of(s - kLag));
+    agg.add(batch);
+    agg.flush();  // the step end
+  }
+  const GpuAggregate a = agg.snapshot();
+  const auto& forward = a.phases[static_cast<std::size_t>(Phase::Forward)];
+  EXPECT_EQ(forward.kernel_count, kSteps);
+  EXPECT_EQ(a.phases[kUnattributed].kernel_count, 0);
+  ASSERT_EQ(a.eligible_ops.size(), 1u);
+  EXPECT_EQ(a.eligible_ops[0].instances, kSteps);
+  EXPECT_EQ(a.eligible_ops[0].with_kernels, kSteps) << "each op found its kernel";
+  EXPECT_EQ(a.forgotten_launches, 0);
+  // Once paid, nothing is held: memory follows what is owed, not the run.
+  EXPECT_LT(agg.held_records(), 10u);
+}
+
+// Bad input: the same records delivered late, split over many flushes and reordered inside each
+// batch add up to what one sweep of them all gives: nothing counted twice, nothing invented,
+// and what could not be attributed stays counted as unattributed.
+TEST(GpuAggregator, LateSplitAndReorderedDeliveryAddsUpToOneSweep) {
+  GpuActivity all;
+  for (int s = 0; s < 20; ++s) {
+    const std::int64_t t = 1000 * s;
+    all.annotations.push_back(test::annotation(s % 2 ? "backward" : "forward", t, t + 400));
+    all.ops.push_back(test::op("aten::mm", t + 10, t + 300, static_cast<std::uint64_t>(s + 1),
+                               {{64, 64}, {64, 64}}, {"float", "float"}));
+    RuntimeCallRecord launch = test::call("cudaLaunchKernel", t + 20, t + 25, 100 + s);
+    launch.external_id = static_cast<std::uint64_t>(s + 1);
+    all.runtime_calls.push_back(launch);
+    all.kernels.push_back(test::kernel(test::kSgemm, t + 600, t + 700, 100 + s));
+    // A kernel whose launch is in no record: unattributed, and counted so.
+    all.kernels.push_back(test::kernel(test::kElementwise, t + 800, t + 810, 9000 + s));
+  }
+  const GpuAggregate once = aggregate(all);
+
+  GpuAggregator agg;
+  for (int s = 0; s < 30; ++s) {
+    GpuActivity b;
+    if (s < 20) {
+      b.annotations.push_back(all.annotations[s]);
+      b.ops.push_back(all.ops[s]);
+      b.runtime_calls.push_back(all.runtime_calls[s]);
+    }
+    // Kernels ten flushes late, the later one first.
+    if (s >= 10) {
+      b.kernels.push_back(all.kernels[2 * (s - 10) + 1]);
+      b.kernels.push_back(all.kernels[2 * (s - 10)]);
+    }
+    agg.add(b);
+    agg.flush();
+  }
+  const GpuAggregate split = agg.snapshot();
+  ASSERT_EQ(split.kernels.size(), once.kernels.size());
+  for (const KernelStats& k : once.kernels) {
+    EXPECT_EQ(kernel_named(split, k.name).count, k.count) << k.name;
+    EXPECT_EQ(kernel_named(split, k.name).total_ns, k.total_ns) << k.name;
+  }
+  for (std::size_t p = 0; p < kPhaseBuckets; ++p) {
+    EXPECT_EQ(split.phases[p].kernel_count, once.phases[p].kernel_count) << "bucket " << p;
+    EXPECT_EQ(split.phases[p].kernel_ns, once.phases[p].kernel_ns) << "bucket " << p;
+  }
+  EXPECT_EQ(once.phases[kUnattributed].kernel_count, 20) << "the kernels without a launch";
+  ASSERT_EQ(split.eligible_ops.size(), 1u);
+  EXPECT_EQ(split.eligible_ops[0].instances, once.eligible_ops[0].instances);
+  EXPECT_EQ(split.eligible_ops[0].with_kernels, once.eligible_ops[0].with_kernels);
+  EXPECT_EQ(split.eligible_ops[0].cuda_core_ns, once.eligible_ops[0].cuda_core_ns);
+  EXPECT_EQ(split.records, once.records);
+  EXPECT_EQ(split.late_records, 0);
+}
+
+// The bound: launches whose kernels never come are forgotten past it, and counted.
+TEST(GpuAggregator, OwedLaunchesAreBoundedAndTheCutIsCounted) {
+  AggregatorLimits limits;
+  limits.host_records = 1000;
+  GpuAggregator agg(limits);
+  for (int i = 0; i < 10'000; ++i) {
+    agg.add(test::call("cudaLaunchKernel", i, i + 1, static_cast<std::uint64_t>(i + 1)));
+    if (i % 100 == 99) agg.flush();
+  }
+  agg.add(test::kernel(test::kSgemm, 20'000, 20'001, 1));  // the first launch's, too late
+  EXPECT_LE(agg.held_records(), 1000u);
+  const GpuAggregate a = agg.snapshot();
+  EXPECT_GT(a.forgotten_launches, 0);
+  EXPECT_LE(a.forgotten_launches, 10'000);
+  const GpuSummary s = summarize_gpu(a);
+  EXPECT_TRUE(std::any_of(s.not_measured.begin(), s.not_measured.end(), [](const auto& u) {
+    return u.what == "op and phase of some late GPU work";
+  }));
 }
 
 TEST(GpuAggregator, RecordsOlderThanTheSweptTimelineAreCountedLate) {

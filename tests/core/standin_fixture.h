@@ -41,20 +41,24 @@ class StandinTest : public ::testing::Test {
     return CuptiCollector::start(
         cupti->api, [this](GpuActivity&& a) { batches.push_back(std::move(a)); }, config);
   }
-  // One op of the training loop: fathom's id pushed around a launch, the op handed over.
-  std::uint64_t op(CuptiCollector& c, const char* kernel, std::int64_t duration_ns = 20'000) {
+  // One op of the training loop: fathom's id pushed around what it launches, the op handed over.
+  template <typename Launch>
+  std::uint64_t in_op(CuptiCollector& c, Launch&& launch) {
     OpRecord r;
     r.name = "aten::mm";
     r.external_id = next_op++;
     r.thread = cupti_thread_id();
     r.start_ns = now_ns();
     push_external_id(ExternalIdKind::Op, r.external_id);
-    cupti->launch_kernel(kernel, 7, duration_ns, false);
+    launch();
     pop_external_id(ExternalIdKind::Op);
     r.end_ns = now_ns();
     const std::uint64_t id = r.external_id;
     c.add_op(std::move(r));
     return id;
+  }
+  std::uint64_t op(CuptiCollector& c, const char* kernel, std::int64_t duration_ns = 20'000) {
+    return in_op(c, [&] { cupti->launch_kernel(kernel, 7, duration_ns, false); });
   }
   // A step: the forward phase (fathom's phase id, a check for other clients, n ops), then the
   // step end's flush.

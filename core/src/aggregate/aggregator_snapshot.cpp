@@ -26,6 +26,7 @@ GpuAggregate GpuAggregator::Impl::snapshot() {
   a.records = records;
   a.dropped_records = dropped;
   a.late_records = late;
+  a.forgotten_launches = forgotten_launches;
   a.folded_kernel_names = folded_names;
   a.folded_op_keys = folded_ops;
   a.steps = steps;

@@ -33,12 +33,15 @@ struct StringHash {
 };
 using NameIndex = std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>>;
 
-// The host side of a launch (a runtime call), by correlation id.
+// The host side of a launch (a runtime call that launches GPU work), by correlation id. Kept
+// until its GPU record has been attributed (paid), across generations: in a loop without a sync
+// per step, CUPTI returns a stream's kernels only once its buffer is full, many step ends later.
 struct Launch {
   std::int64_t start = 0;
   std::uint64_t thread = 0;
   std::uint64_t external_id = 0;
   std::int8_t phase = -1;
+  bool paid = false;
 };
 
 // One eligible op on the host, until the kernels it launched have been seen.
@@ -47,6 +50,7 @@ struct OpInstance {
   std::int64_t start = 0;
   std::int64_t end = 0;
   std::uint64_t thread = 0;
+  std::uint64_t external_id = 0;  // OpRecord::external_id, 0 if none
   std::int64_t tensor_core_ns = 0;
   std::int64_t cuda_core_ns = 0;
   std::int64_t unknown_ns = 0;
@@ -130,16 +134,18 @@ struct GpuAggregator::Impl {
   AggregatorLimits limits;
 
   std::vector<DeviceProperties> devices;
-  NameIndex kernel_index;
-  NameKeyCache kernel_keys;  // by KernelRecord::name_key, checked against kernel_index's names
+  NameIndex kernel_index;    // by the name the rows show (normalize_kernel_name())
+  NameIndex source_names;    // the sources' texts the normalizer changed (mangled), to their rows
+  NameKeyCache kernel_keys;  // by KernelRecord::name_key, checked against the source's text
   std::vector<KernelStats> kernels;
   std::vector<MemcpyStats> memcpys;
   MemsetStats memsets;
   std::vector<SyncStats> syncs;
   NameIndex runtime_index;
   std::vector<RuntimeStats> runtime_calls;
-  std::vector<bool> runtime_blocks;  // per runtime_calls row: is_host_sync_call(name)
-  std::uint32_t last_runtime = 0;    // the row of the last call: launches come in runs
+  std::vector<bool> runtime_blocks;    // per runtime_calls row: is_host_sync_call(name)
+  std::vector<bool> runtime_launches;  // per runtime_calls row: launches_gpu_work(name)
+  std::uint32_t last_runtime = 0;      // the row of the last call: launches come in runs
   NameIndex op_index;
   std::vector<EligibleOpStats> ops;
   std::string op_key;  // add_op's key, built here to keep its memory from one op to the next
@@ -167,6 +173,18 @@ struct GpuAggregator::Impl {
   std::vector<PhaseRange> ranges;
   std::vector<HostSpan> host_syncs;
   std::size_t host_added = 0;  // host records held in this generation
+  // Retention by what is still owed: launches not yet paid are carried into the next generation,
+  // and the ops, phase ranges and syncs a launch still to come (or owed) may fall in are kept
+  // with them: those ending at or after the horizon, the earlier of the oldest owed launch and
+  // the latest launch seen (launch records come in time order). At most carry_limit() launches
+  // are carried; the oldest past it are forgotten, counted in forgotten_launches.
+  std::int64_t latest_launch = kNever;
+  std::int64_t forgotten_launches = 0;
+  // An eighth of the host limit each for carried launches and for the records kept around them,
+  // counted in the new generation's share (half the limit): held records stay under the limit.
+  std::size_t carry_limit() const noexcept {
+    return std::max<std::size_t>(limits.host_records / 8, 1);
+  }
 
   explicit Impl(AggregatorLimits l) : limits(l) {}
 
@@ -257,7 +275,7 @@ struct GpuAggregator::Impl {
   // The innermost eligible op on thread that was running at t.
   static OpInstance* op_at(const Lookup& l, std::uint64_t thread, std::int64_t t);
 
-  const Launch* find_launch(std::uint64_t correlation) const;
+  Launch* find_launch(std::uint64_t correlation);
 
   OpInstance* find_op(std::uint64_t external_id);
 
@@ -285,8 +303,10 @@ struct GpuAggregator::Impl {
 
   void fold(const OpInstance& op);
 
-  // Forgets the host records of the generation before last.
+  // Forgets the host records of the generation before last, except what is still owed.
   void next_generation();
+  // The launches of generation g not yet paid, oldest forgotten past carry_limit().
+  std::vector<std::pair<std::uint64_t, Launch>> owed_launches(std::size_t g);
 
   void sweep();
 

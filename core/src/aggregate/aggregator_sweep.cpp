@@ -67,10 +67,10 @@ OpInstance* GpuAggregator::Impl::op_at(const Lookup& l, std::uint64_t thread, st
   return nullptr;
 }
 
-const Launch* GpuAggregator::Impl::find_launch(std::uint64_t correlation) const {
+Launch* GpuAggregator::Impl::find_launch(std::uint64_t correlation) {
   if (correlation == 0) return nullptr;
   for (std::size_t g : {cur(), prev()}) {
-    if (const Launch* l = launches[g].find(correlation)) return l;
+    if (Launch* l = launches[g].find(correlation)) return l;
   }
   return nullptr;
 }
@@ -85,7 +85,8 @@ OpInstance* GpuAggregator::Impl::find_op(std::uint64_t external_id) {
 }
 
 void GpuAggregator::Impl::attribute(HeldGpu& h, const Lookup& l) {
-  const Launch* launch = find_launch(h.correlation);
+  Launch* launch = find_launch(h.correlation);
+  if (launch) launch->paid = true;
   const std::uint64_t external_id = h.external_id ? h.external_id
                                     : launch      ? launch->external_id
                                                   : 0;
@@ -242,17 +243,65 @@ void GpuAggregator::Impl::fold(const OpInstance& op) {
   }
 }
 
+std::vector<std::pair<std::uint64_t, Launch>> GpuAggregator::Impl::owed_launches(std::size_t g) {
+  std::vector<std::pair<std::uint64_t, Launch>> owed;
+  launches[g].for_each([&](std::uint64_t id, const Launch& l) {
+    if (!l.paid) owed.emplace_back(id, l);
+  });
+  if (owed.size() > carry_limit()) {
+    const auto cut = static_cast<std::ptrdiff_t>(owed.size() - carry_limit());
+    std::nth_element(owed.begin(), owed.begin() + cut, owed.end(),
+                     [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
+    owed.erase(owed.begin(), owed.begin() + cut);
+    forgotten_launches += cut;
+  }
+  return owed;
+}
+
 void GpuAggregator::Impl::next_generation() {
   ++generation;
-  host_added = 0;
   const std::size_t g = cur();  // now holds the oldest generation: reuse it
-  for (const OpInstance& op : op_instances[g]) fold(op);
+  // What the oldest generation is still owed moves into the new one.
+  const std::vector<std::pair<std::uint64_t, Launch>> owed = owed_launches(g);
+  std::int64_t horizon =
+      latest_launch == kNever ? std::numeric_limits<std::int64_t>::max() : latest_launch;
+  for (const auto& [id, l] : owed) horizon = std::min(horizon, l.start);
+  // The other generation's owed launches (carried there last time) hold their ranges too.
+  launches[prev()].for_each([&](std::uint64_t, const Launch& l) {
+    if (!l.paid) horizon = std::min(horizon, l.start);
+  });
+  const std::uint32_t keep_from = generation - 1;
+  // A launch whose record never comes (CUPTI dropped it) must not hold the host records without
+  // bound: past carry_limit() of them, the old generations' ranges, syncs and ops go.
+  std::size_t beyond = 0;
+  for (const OpInstance& op : op_instances[g]) beyond += op.end >= horizon;
+  for (const PhaseRange& r : ranges) beyond += r.generation < keep_from && r.end >= horizon;
+  for (const HostSpan& h : host_syncs) beyond += h.generation < keep_from && h.end >= horizon;
+  if (beyond > carry_limit()) horizon = std::numeric_limits<std::int64_t>::max();
+  launches[g].clear();
+  for (const auto& [id, l] : owed) launches[g].assign(id, l);
+  std::vector<OpInstance> kept;
+  for (const OpInstance& op : op_instances[g]) {
+    if (op.end >= horizon) {
+      kept.push_back(op);
+    } else {
+      fold(op);
+    }
+  }
   op_instances[g].clear();
   op_by_external_id[g].clear();
-  launches[g].clear();
-  const std::uint32_t keep_from = generation - 1;
-  std::erase_if(ranges, [&](const PhaseRange& r) { return r.generation < keep_from; });
-  std::erase_if(host_syncs, [&](const HostSpan& s) { return s.generation < keep_from; });
+  for (const OpInstance& op : kept) {
+    if (op.external_id != 0)
+      op_by_external_id[g].assign(op.external_id,
+                                  static_cast<std::uint32_t>(op_instances[g].size()));
+    op_instances[g].push_back(op);
+  }
+  // What was carried counts in the new generation's share of the host limit.
+  host_added = owed.size() + (horizon == std::numeric_limits<std::int64_t>::max() ? 0 : beyond);
+  std::erase_if(ranges,
+                [&](const PhaseRange& r) { return r.generation < keep_from && r.end < horizon; });
+  std::erase_if(host_syncs,
+                [&](const HostSpan& s) { return s.generation < keep_from && s.end < horizon; });
 }
 
 void GpuAggregator::Impl::sweep() {

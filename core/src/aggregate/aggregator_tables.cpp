@@ -3,40 +3,61 @@
 
 #include "aggregate/aggregator_state.h"
 #include "aggregate/tensor_core_ops.h"
+#include "records/kernel_name.h"
 #include "records/thresholds.h"
 
 namespace fathom {
 
-std::uint32_t GpuAggregator::Impl::intern_kernel(std::string_view name, std::int32_t device) {
-  if (auto it = kernel_index.find(name); it != kernel_index.end()) return it->second;
+std::uint32_t GpuAggregator::Impl::intern_kernel(std::string_view raw, std::int32_t device) {
+  // The source's text (cut to its prefix) first: a mangled name is demangled once, not per record.
+  const std::string_view text = kernel_name_prefix(raw);
+  const bool mangled = text.starts_with("_Z");  // the only names the normalizer changes
+  if (mangled)
+    if (auto it = source_names.find(text); it != source_names.end()) return it->second;
+  if (auto it = kernel_index.find(text); it != kernel_index.end()) return it->second;
+  std::string name = normalize_kernel_name(text);
+  const bool renamed = name != text;
+  auto remember = [&](std::uint32_t id) {
+    // Bounded as the rows are: past the limit a mangled name is demangled at each record.
+    if (renamed && source_names.size() < limits.kernel_names) source_names.emplace(text, id);
+    return id;
+  };
+  if (renamed)
+    if (auto it = kernel_index.find(name); it != kernel_index.end()) return remember(it->second);
   KernelClass kind = classify_kernel(name, capability(device));
-  std::string key(name);
   if (kernel_index.size() >= limits.kernel_names) {
     // Past the limit, names share a row per kind so the Tensor Core and NCCL totals stay exact.
     ++folded_names;
-    key = kind.communication                   ? "(more kernel names: communication)"
-          : kind.decision == Decision::Unknown ? "(more kernel names: unknown)"
-          : kind.tensor_core                   ? "(more kernel names: tensor core)"
-                                               : "(more kernel names)";
+    name = kind.communication                   ? "(more kernel names: communication)"
+           : kind.decision == Decision::Unknown ? "(more kernel names: unknown)"
+           : kind.tensor_core                   ? "(more kernel names: tensor core)"
+                                                : "(more kernel names)";
     kind.family = "folded";
     kind.precision = Precision::Unknown;
     kind.needs_capability = false;  // the row mixes names: it cannot say why each is unknown
-    if (auto it = kernel_index.find(key); it != kernel_index.end()) return it->second;
+    if (auto it = kernel_index.find(name); it != kernel_index.end()) return it->second;
   }
   const auto id = static_cast<std::uint32_t>(kernels.size());
   KernelStats s;
-  s.name = key;
+  s.name = name;
   s.kind = kind;
   kernels.push_back(std::move(s));
-  kernel_index.emplace(std::move(key), id);
-  return id;
+  kernel_index.emplace(std::move(name), id);
+  return remember(id);
 }
 
 std::uint32_t GpuAggregator::Impl::kernel_row(const KernelRecord& r) {
-  if (auto row = kernel_keys.find(r.name_key); row && kernels[*row].name == r.name) return *row;
+  const std::string_view text = kernel_name_prefix(r.name);
+  if (auto row = kernel_keys.find(r.name_key, text)) return *row;
   const std::uint32_t id = intern_kernel(r.name, r.device);
-  // A folded row's name is not the record's: such names are looked up by hashing, as before.
-  if (kernels[id].name == r.name) kernel_keys.remember(r.name_key, id);
+  // The key remembers the text it was seen with (the index's copy of it, which outlives the
+  // slot); a folded row is found by hashing, as before.
+  if (r.name_key == 0) return id;
+  if (auto it = source_names.find(text); it != source_names.end() && it->second == id) {
+    kernel_keys.remember(r.name_key, id, it->first);
+  } else if (auto k = kernel_index.find(text); k != kernel_index.end() && k->second == id) {
+    kernel_keys.remember(r.name_key, id, k->first);
+  }
   return id;
 }
 
@@ -140,9 +161,11 @@ void GpuAggregator::Impl::add_runtime(const RuntimeCallRecord& r) {
       id = it->second;
     } else {
       id = static_cast<std::uint32_t>(runtime_calls.size());
-      runtime_blocks.reserve(runtime_calls.size() + 1);  // then the two rows stay aligned
+      runtime_blocks.reserve(runtime_calls.size() + 1);  // then the rows stay aligned
+      runtime_launches.reserve(runtime_calls.size() + 1);
       runtime_calls.push_back(RuntimeStats{r.name});
       runtime_blocks.push_back(is_host_sync_call(r.name));
+      runtime_launches.push_back(launches_gpu_work(r.name));
       runtime_index.emplace(r.name, id);
     }
     last_runtime = id;
@@ -150,9 +173,12 @@ void GpuAggregator::Impl::add_runtime(const RuntimeCallRecord& r) {
   ++runtime_calls[id].count;
   runtime_calls[id].total_ns += duration(r.start_ns, r.end_ns);
   note_time(r.start_ns, r.end_ns);
-  if (r.correlation_id != 0)
+  // Only a call that launches GPU work is owed a GPU record: the others are not kept.
+  if (r.correlation_id != 0 && runtime_launches[id]) {
     launches[cur()].assign(r.correlation_id,
                            Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)});
+    latest_launch = std::max(latest_launch, r.start_ns);
+  }
   if (runtime_blocks[id]) host_syncs.push_back({r.start_ns, r.end_ns, generation});
   check_host_limit();
 }
@@ -198,6 +224,7 @@ void GpuAggregator::Impl::add_op(const OpRecord& r) {
   if (r.external_id != 0)
     op_by_external_id[cur()].assign(r.external_id, static_cast<std::uint32_t>(instances.size()));
   OpInstance instance{id, r.start_ns, r.end_ns, r.thread};
+  instance.external_id = r.external_id;
   instance.tensor_core_inputs = tensor_core_input_types(r.input_dtypes);
   instances.push_back(instance);
   check_host_limit();

@@ -85,6 +85,11 @@ bool is_launch_call(std::string_view name) noexcept {
          has("GraphLaunch");
 }
 
+bool launches_gpu_work(std::string_view name) noexcept {
+  auto has = [&](std::string_view t) { return name.find(t) != std::string_view::npos; };
+  return is_launch_call(name) || has("Memcpy") || has("Memset");
+}
+
 bool is_host_sync_call(std::string_view name) noexcept {
   if (name.find("Synchronize") != std::string_view::npos) return true;
   // cudaMemcpy / cuMemcpyDtoH...: the synchronous copies block the host until they are done.

@@ -148,6 +148,10 @@ struct GpuAggregate {
   std::int64_t records = 0;
   std::int64_t dropped_records = 0;  // lost by the source, or by fathom's own limits
   std::int64_t late_records = 0;     // arrived after their time had been swept: not in the timeline
+  // Launches still owed their GPU records that the memory bound forgot (the aggregator keeps a
+  // launch, and the ops and phases around it, until its GPU work arrives): that work, if it
+  // comes, is attributed by its own time only.
+  std::int64_t forgotten_launches = 0;
   std::int64_t folded_kernel_names = 0;  // distinct names past the limit, kept in one row
   std::int64_t folded_op_keys = 0;
 
@@ -202,6 +206,8 @@ class GpuAggregator {
 // blocks the host until the GPU catches up (cuda*Synchronize, synchronous cudaMemcpy).
 bool is_launch_call(std::string_view name) noexcept;
 bool is_host_sync_call(std::string_view name) noexcept;
+// A call that launches GPU work (a kernel, a graph, a copy, a memset): it is owed a GPU record.
+bool launches_gpu_work(std::string_view name) noexcept;
 
 // All of a source's records, aggregated in one sweep (a trace or replay file); step_rows as in
 // AggregatorLimits (`fathom analyze` keeps a row per step).

@@ -32,6 +32,15 @@ class IdMap {
     return s.stamp == stamp_ ? &s.value : nullptr;
   }
 
+  V* find(std::uint64_t id) noexcept {
+    return const_cast<V*>(static_cast<const IdMap&>(*this).find(id));
+  }
+  // Calls f(id, value) for every entry of this generation, in no particular order.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.stamp == stamp_) f(s.id, s.value);
+  }
   std::size_t size() const noexcept { return size_; }
 
   void clear() noexcept {

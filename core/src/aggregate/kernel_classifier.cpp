@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "records/kernel_name.h"
+
 namespace fathom {
 namespace {
 
@@ -361,17 +363,21 @@ Precision precision_from_name(std::string_view name) noexcept {
     Precision precision;
   };
   static constexpr Token kTokens[] = {
-      {"e2m1", P::FP4},       {"nvfp4", P::FP4}, {"mxfp4", P::FP4},     {"mxf4", P::FP4},
-      {"e3m2", P::FP6},       {"e2m3", P::FP6},  {"mxfp6", P::FP6},     {"mxf6", P::FP6},
-      {"e4m3", P::FP8},       {"e5m2", P::FP8},  {"mxfp8", P::FP8},     {"mxf8", P::FP8},
-      {"fp8", P::FP8},        {"bf16", P::BF16}, {"bfloat16", P::BF16}, {"tf32", P::TF32},
-      {"f16", P::FP16},       {"fp16", P::FP16}, {"half", P::FP16},     {"h884", P::FP16},
-      {"h1688", P::FP16},     {"int8", P::INT8}, {"s8s8", P::INT8},     {"i8i8", P::INT8},
-      {"s1688gemm", P::TF32}, {"f64", P::FP64},  {"fp64", P::FP64},     {"double", P::FP64},
-      {"f32", P::FP32},       {"fp32", P::FP32}, {"float", P::FP32},
+      {"e2m1", P::FP4},       {"nvfp4", P::FP4},  {"mxfp4", P::FP4},     {"mxf4", P::FP4},
+      {"e3m2", P::FP6},       {"e2m3", P::FP6},   {"mxfp6", P::FP6},     {"mxf6", P::FP6},
+      {"e4m3", P::FP8},       {"e5m2", P::FP8},   {"mxfp8", P::FP8},     {"mxf8", P::FP8},
+      {"fp8", P::FP8},        {"bf16", P::BF16},  {"bfloat16", P::BF16}, {"tf32", P::TF32},
+      {"f16", P::FP16},       {"fp16", P::FP16},  {"half", P::FP16},     {"h884", P::FP16},
+      {"h1688", P::FP16},     {"int8", P::INT8},  {"s8s8", P::INT8},     {"i8i8", P::INT8},
+      {"s1688gemm", P::TF32}, {"f64", P::FP64},   {"fp64", P::FP64},     {"f32", P::FP32},
+      {"fp32", P::FP32},      {"float", P::FP32}, {"double", P::FP64},
   };
+  // The template arguments say the element type; the parameters are scalars or repeat them. C++
+  // "double" comes last: in a kernel that names float (or a narrower type) as well, the doubles
+  // are scalars passed by value (the fused optimizers' lr, betas and eps), not its data.
+  const std::string_view types = without_parameters(name);
   for (const Token& t : kTokens)
-    if (contains_text(name, t.text)) return t.precision;
+    if (contains_text(types, t.text)) return t.precision;
   return P::Unknown;
 }
 

@@ -90,7 +90,8 @@ KernelClass classify_kernel(std::string_view name) noexcept;
 KernelClass classify_kernel(std::string_view name, ComputeCapability device) noexcept;
 
 // The precision a name's type tokens give (e2m1, e4m3, bf16, tf32, f16/fp16/half, int8/s8s8,
-// f64, f32/float...), Unknown when it names none.
+// f64, f32/float, double...) in its template arguments (without_parameters()), Unknown when it
+// names none. C++ double counts only where no other type is named: those are scalar arguments.
 Precision precision_from_name(std::string_view name) noexcept;
 
 // The architecture a name was built for (sm80, _sm90_, Sm100...), 0 when it names none.

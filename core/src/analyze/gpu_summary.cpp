@@ -68,6 +68,13 @@ GpuSummary summarize_gpu(const GpuAggregate& a, const GpuSummaryOptions& options
         {"busy share of step time",
          "no step annotations: busy and idle are against the whole recorded span"});
   }
+  if (a.forgotten_launches > 0) {
+    s.not_measured.push_back(
+        {"op and phase of some late GPU work",
+         std::to_string(a.forgotten_launches) +
+             " launches waited longer for their GPU records than fathom's memory bound allows: "
+             "their work is attributed by its own time only"});
+  }
   if (a.late_records > 0) {
     s.not_measured.push_back(
         {"timeline of late records", std::to_string(a.late_records) +

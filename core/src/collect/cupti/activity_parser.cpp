@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "collect/cupti/api_selection.h"
+#include "records/kernel_name.h"
 
 namespace fathom::cupti {
 namespace {
@@ -122,7 +123,8 @@ void parse_buffer(const Api& api, std::uint8_t* buffer, std::size_t valid_size,
           const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
           if (!timed(k->start, k->end, out.lost)) break;
           KernelRecord& o = a.kernels.emplace_back();
-          o.name = k->name ? k->name : "";
+          // Only the prefix the aggregator classifies and interns is copied (kernel_name.h).
+          o.name = kernel_name_prefix(k->name ? k->name : "");
           // CUPTI shares one name string among a kernel's records: its address keys the name.
           o.name_key = reinterpret_cast<std::uintptr_t>(k->name);
           o.device = static_cast<std::int32_t>(k->deviceId);

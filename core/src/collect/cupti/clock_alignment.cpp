@@ -35,7 +35,9 @@ std::int64_t ClockAlignment::error_ns(ClockSample s) const noexcept {
 
 bool ClockAlignment::add(ClockSample s) noexcept {
   if (!ready_) return false;
-  if (std::llabs(error_ns(s)) > kJumpNs) return false;
+  const double since = std::fabs(static_cast<double>(s.host_ns - last_.host_ns));
+  const double allowed = static_cast<double>(kJumpNs) + kRateTolerance * since;
+  if (static_cast<double>(std::llabs(error_ns(s))) > allowed) return false;
   last_ = s;
   if (!ns_) {
     // The longest baseline gives the best rate.

@@ -7,8 +7,9 @@
 // for the rest of the process. cuptiGetTimestamp follows the same source. So the unit is
 // measured, not assumed: pairs of (fathom time, CUPTI time) taken at different moments give the
 // rate; a rate within 0.1 % of one tick per nanosecond is nanoseconds, anything else is converted
-// and reported. A sample far from where the current fit predicts means the source changed under
-// fathom (a callback registered mid-run): the fit starts over and says so.
+// and reported. A sample far from where the current fit predicts (far for the time since the
+// last sample) means the source changed under fathom (a callback registered mid-run): the fit
+// starts over and says so.
 #include <cstdint>
 #include <optional>
 
@@ -23,8 +24,14 @@ class ClockAlignment {
  public:
   // Samples closer than this apart give no rate (their noise would dominate).
   static constexpr std::int64_t kMinBaselineNs = 100'000;
-  // A sample farther than this from the fit's prediction means the source changed.
+  // A sample farther than kJumpNs plus kRateTolerance of the time since the last sample from the
+  // fit's prediction means the source changed. The relative part is for the rate's own error: a
+  // TSC rate calibrated over 200 us is off by ~5e-4, and the clocks drift apart by up to 500 ppm
+  // (NTP slewing CLOCK_REALTIME), so a fixed bound alone is exceeded by a 4 s step (issue 23).
+  // A real change of source is off by the clocks' origins (seconds to years) or their rates
+  // (ticks vs ns, 2-3x): far beyond 1%.
   static constexpr std::int64_t kJumpNs = 2'000'000;
+  static constexpr double kRateTolerance = 1e-2;
 
   // Starts a fit from two samples at least kMinBaselineNs apart.
   void reset(ClockSample first, ClockSample second) noexcept;

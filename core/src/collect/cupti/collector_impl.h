@@ -65,7 +65,9 @@ struct CuptiCollector::Impl {
   cupti::ClockSample sample() const;
   void calibrate();
   void collect_completed();
-  void deliver();
+  // Attributes and hands the pending records to the sink. settled: after a forced flush of a
+  // synchronized device, so correlations still owed never will be paid (CorrelationTable).
+  void deliver(bool settled = false);
   void stand_aside(Aside reason, std::string who);
   void resume(const std::string& why, bool taken_over);
   void check_ownership(bool forced);
@@ -93,6 +95,7 @@ struct CuptiCollector::Impl {
   Aside aside = Aside::None;
   std::string aside_who, aside_from;
   std::uint64_t foreign_seen = 0;
+  std::int64_t correlations_cut = 0;  // CorrelationTable::cut() already reported
 
   mutable std::mutex mutex;  // everything below; never held around a CUPTI call
   GpuActivity pending;

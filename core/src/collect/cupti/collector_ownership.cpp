@@ -54,7 +54,7 @@ void CuptiCollector::Impl::stand_aside(Aside reason, std::string who) {
   FATHOM_CUPTI(api, activity_flush_all,
                waited ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
   collect_completed();
-  deliver();
+  deliver(waited);
   // The kinds only fathom uses would reach the other client as records it never asked for; the
   // shared ones (kernels, copies, the runtime and driver calls) it enabled itself: left alone.
   for (auto it = enabled.begin(); it != enabled.end();) {

@@ -104,8 +104,9 @@ void CuptiCollector::Impl::collect_completed() {
   }
 }
 
-void CuptiCollector::Impl::deliver() {
+void CuptiCollector::Impl::deliver(bool settled) {
   GpuActivity batch;
+  std::int64_t cut = 0;
   {
     std::lock_guard lock(mutex);
     batch = std::move(pending);
@@ -113,6 +114,16 @@ void CuptiCollector::Impl::deliver() {
     pending_records = 0;
     table.attribute(batch);
     table.next_delivery();
+    if (settled) table.settle();
+    cut = table.cut();
+  }
+  if (cut > correlations_cut) {
+    correlations_cut = cut;
+    note_once("correlations-cut", "the op and phase of some GPU work",
+              "more than " + std::to_string(cupti::CorrelationTable::kMaxEntries) +
+                  " launches were still waiting for their GPU records (no epoch end for too "
+                  "long): fathom's memory bound forgot the oldest " +
+                  std::to_string(cut) + " so far; their GPU work counts as unattributed");
   }
   // GPU and API records carry CUPTI's time; ops are on fathom's clock already.
   const std::int64_t earliest = armed_at_ns - 1'000'000'000, latest = now_ns() + 50'000'000;

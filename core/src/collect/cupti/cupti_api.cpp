@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -83,6 +84,13 @@ std::string path_of(void* handle, const std::string& fallback) {
   return fallback;
 }
 
+// The toolkit's per-target library folder of the machine fathom was built for.
+#if defined(__aarch64__)
+constexpr const char* kTargetLib = "/targets/sbsa-linux/lib";
+#else
+constexpr const char* kTargetLib = "/targets/x86_64-linux/lib";
+#endif
+
 // Where CUPTI may be, found at run time (no path of the build machine is compiled in): beside
 // the CUDA libraries this process already loaded (a torch wheel's nvidia/cu<major>/lib, a
 // toolkit's lib64), under CUDA_HOME / CUDA_PATH, then the toolkit's usual place.
@@ -110,14 +118,30 @@ int add_loaded_cuda_dir(dl_phdr_info* info, std::size_t, void* out) {
 std::vector<std::string> cupti_search_dirs() {
   std::vector<std::string> dirs;
   dl_iterate_phdr(add_loaded_cuda_dir, &dirs);
+  // A toolkit keeps libcupti in lib64, or (CUDA 13's layout, and the symlinks of some images)
+  // in lib or targets/<arch>-linux/lib; older ones in extras/CUPTI/lib64.
+  auto toolkit = [&](const std::string& root) {
+    for (const char* sub : {"/lib64", "/lib", kTargetLib, "/extras/CUPTI/lib64"})
+      dirs.push_back(root + sub);
+  };
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-    if (const char* root = std::getenv(var); root && *root) {
-      dirs.push_back(std::string(root) + "/lib64");
-      dirs.push_back(std::string(root) + "/extras/CUPTI/lib64");
+    if (const char* root = std::getenv(var); root && *root) toolkit(root);
+  }
+  // The CUDA wheels of the active Python environment, for a process without torch (the core's
+  // GPU tests): <env>/lib/python3.*/site-packages/nvidia/cu<major>/lib.
+  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
+    const char* env = std::getenv(var);
+    if (!env || !*env) continue;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(env) + "/lib", ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.starts_with("python")) continue;
+      const std::string site = e.path().string() + "/site-packages";
+      dirs.push_back(site + "/nvidia/cu" + std::to_string(kHeaderMajor) + "/lib");
+      dirs.push_back(site + "/nvidia/cuda_cupti/lib");
     }
   }
-  dirs.push_back("/usr/local/cuda/lib64");
-  dirs.push_back("/usr/local/cuda/extras/CUPTI/lib64");
+  toolkit("/usr/local/cuda");
   std::vector<std::string> unique;
   for (auto& d : dirs)
     if (std::find(unique.begin(), unique.end(), d) == unique.end()) unique.push_back(std::move(d));

@@ -292,7 +292,8 @@ void CuptiCollector::Impl::disable_all() {
 }
 
 void CuptiCollector::Impl::fail(std::string why) {
-  if (state.load() == CuptiState::Collecting) disable_all();
+  // A profile collecting now shares the kinds: they stay as they are (issue 23, 4a).
+  if (state.load() == CuptiState::Collecting && !active_client()) disable_all();
   collector::set_external_api(nullptr);
   if (owner) cupti::BufferRegistry::get().disarm(owner.get());
   state.store(CuptiState::Failed);
@@ -368,7 +369,9 @@ void CuptiCollector::flush(bool force) noexcept {
                        force ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
     }
     c.collect_completed();
-    c.deliver();
+    // The epoch end's forced flush follows a device synchronization: what is still owed then
+    // was never launched under fathom's ids, or was lost (counted by CUPTI).
+    c.deliver(force && touch && r == CUPTI_SUCCESS);
     if (r != CUPTI_SUCCESS && c.state.load() == CuptiState::Collecting) {
       c.fail("cuptiActivityFlushAll: " + cupti::result_text(c.api, r));
       return;
@@ -424,8 +427,21 @@ void CuptiCollector::yield(std::string why) noexcept {
 
 void CuptiCollector::stop() noexcept {
   Impl& c = *impl_;
-  const CuptiState s = c.state.load();
+  CuptiState s = c.state.load();
   if (s != CuptiState::Collecting && s != CuptiState::StandingAside) return;
+  // A profile that started since the last phase asked (the session ending inside it) shares the
+  // kinds fathom enabled: switching them off would cut its kernels and launches from here
+  // (issue 23, 4a). fathom stands aside as at any takeover, and stops from there.
+  if (s == CuptiState::Collecting) {
+    try {
+      if (const KnownClient* k = c.active_client()) {
+        c.stand_aside(Impl::Aside::KnownClient, k->name);
+        s = c.state.load();
+      }
+    } catch (...) {
+      detail::swallowed("collect/cupti/cupti_collector.cpp");
+    }
+  }
   c.state.store(CuptiState::Stopped);
   collector::set_external_api(nullptr);
   try {

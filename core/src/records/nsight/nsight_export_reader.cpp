@@ -18,6 +18,7 @@
 #include "records/activity_batches.h"
 #include "records/annotation_roles.h"
 #include "records/file_system.h"
+#include "records/kernel_name.h"
 #include "records/nsight/nsight_schema.h"
 #include "records/nsight/op_range_text.h"
 #include "records/nsight/sqlite_db.h"
@@ -224,7 +225,11 @@ class Reader {
     }
     if (has(detail::kKernelTable)) {
       const TableColumns c(db_, detail::kKernelTable);
-      const std::string name = c.has("demangledName") ? "demangledName" : c.required("shortName");
+      // The mangled name, as CUPTI gave it to Nsight and gives it to a live session: both then
+      // go through the aggregator's one normalizer (kernel_name.h) and show the same names.
+      const std::string shown = c.has("demangledName") ? "demangledName" : c.required("shortName");
+      const std::string name =
+          c.has("mangledName") ? "COALESCE(mangledName, " + shown + ")" : shown;
       add_cursor(Source::Kernel,
                  fmt::format("SELECT start, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM "
                              "{}{} ORDER BY start",
@@ -569,7 +574,9 @@ class Reader {
     if (!gpu_row(Source::Kernel, q, k)) return;
     const std::string* name = string(q.integer(6));
     if (!name) return void(skip(Source::Kernel, Skip::NoString));
-    k.name = *name;
+    k.name = kernel_name_prefix(*name);  // what the aggregator classifies and interns
+    // One string id, one name: the aggregator finds its row without hashing the name.
+    k.name_key = static_cast<std::uint64_t>(q.integer(6)) + 1;
     k.grid_x = small(q.integer(7));
     k.grid_y = small(q.integer(8));
     k.grid_z = small(q.integer(9));
