@@ -112,12 +112,6 @@ std::string_view SqliteQuery::text(int col) const noexcept {
 #else  // built without libsqlite3: every export is refused with the way to read it
 
 SqliteDb::SqliteDb(const std::string& path) : path_(path) {
-  // SQLite's own open of a FIFO waits for a writer, forever: a regular file only.
-  std::string why;
-  if (const int fd = fs::open_regular_file(path, why); fd >= 0)
-    ::close(fd);
-  else
-    throw Error(why);
   throw Error(fmt::format(
       "cannot read {}: this fathom was built without libsqlite3, so it cannot read Nsight "
       "Systems exports (install libsqlite3-dev and rebuild fathom)",
