@@ -130,10 +130,11 @@ std::string error_without_waiting(const std::string& fifo, int release_flags, Op
   });
   if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
     ADD_FAILURE() << "waits on the FIFO " << fifo;
-    const int other_end = ::open(fifo.c_str(), release_flags | O_CLOEXEC);
-    const std::string got = result.get();
-    if (other_end >= 0) ::close(other_end);
-    return got;
+    // A reader may open it more than once: released until it is done.
+    do {
+      const int other_end = ::open(fifo.c_str(), release_flags | O_CLOEXEC);
+      if (other_end >= 0) ::close(other_end);
+    } while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready);
   }
   return result.get();
 }

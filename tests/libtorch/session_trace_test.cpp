@@ -1,10 +1,15 @@
 // Options::trace_file and Options::progress as a user turns them on: the trace a session writes
 // (checked against the Trace Event Format) and the live line on standard error.
 #include <fathom/fathom.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -105,6 +110,33 @@ TEST_F(SessionTest, AnUnwritableTraceIsAWarningAndTrainingGoesOn) {
   EXPECT_EQ(session.report().epochs.size(), 1u);
   ASSERT_FALSE(warnings.empty());
   EXPECT_NE(warnings.front().find("no trace is written"), std::string::npos) << warnings.front();
+}
+
+// Issue 25: a FIFO at the trace's name (FATHOM_TRACE) held the Session's constructor forever,
+// waiting for a reader. It is refused at once, with a warning, and training goes on.
+TEST_F(SessionTest, AFifoAtTheTracesNameIsRefusedWithoutWaiting) {
+  ASSERT_EQ(fs::make_directories(dir()), "");
+  const std::string fifo = dir() + "/run.trace.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<std::string> warnings;
+  auto started = std::async(std::launch::async, [&] {
+    return std::make_unique<Session>(
+        Options().report_dir(dir()).print_report(false).trace_file(fifo).warnings(
+            [&](std::string_view w) { warnings.emplace_back(w); }));
+  });
+  if (started.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "the Session waits on the FIFO";
+    while (started.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (reader >= 0) ::close(reader);
+    }
+  }
+  std::unique_ptr<Session> session = started.get();
+  auto model = tiny_model();
+  train(*session, model, 1, 2);
+  EXPECT_EQ(session->report().epochs.size(), 1u);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.front().find("not a plain file"), std::string::npos) << warnings.front();
 }
 
 TEST_F(SessionTest, ProgressLineIsDrawnOnStderrAndClearedAroundWarnings) {
