@@ -117,7 +117,6 @@ Environment environment_of(const ExportAnalysis& a, const GpuSummary& gpu) {
         {"fathom's phases and steps",
          "the export has no ranges of fathom's NVTX domain: GPU work is attributed to the phases "
          "PyTorch's own ranges imply (autograd nodes, Optimizer.*) where there are any"});
-  if (!a.info.kernel_table) env.not_measured.push_back(kernels_not_measured());
   env.not_measured.push_back(
       {"samples per second", "an Nsight Systems export does not count the samples of a step"});
   return env;
