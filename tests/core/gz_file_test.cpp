@@ -163,7 +163,8 @@ std::int64_t status_kib(const char* field) {
   char line[256];
   std::int64_t v = -1;
   while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, field, std::strlen(field)) == 0) v = std::atoll(line + std::strlen(field));
+    if (std::strncmp(line, field, std::strlen(field)) == 0)
+      v = std::atoll(line + std::strlen(field));
   std::fclose(f);
   return v;
 }

@@ -12,12 +12,12 @@
 
 #include <exception>
 #include <filesystem>
-#include <functional>
-#include <vector>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "records/gz_file.h"
 

@@ -52,9 +52,9 @@ Unmeasured kernels_not_measured() {
 
 // union_of: the whole export's pass also takes the unions across devices.
 GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
-                    const NsightReadBudget& budget,
-                    std::optional<std::int32_t> device, bool step_rows, HostTally& tally,
-                    NsightExportInfo& info, CrossDeviceUnion* union_of = nullptr,
+                    const NsightReadBudget& budget, std::optional<std::int32_t> device,
+                    bool step_rows, HostTally& tally, NsightExportInfo& info,
+                    CrossDeviceUnion* union_of = nullptr,
                     std::pair<std::int64_t, std::int64_t>* window = nullptr) {
   AggregatorLimits limits;
   limits.step_rows = step_rows ? kStepRows : 0;

@@ -42,7 +42,8 @@ std::string kernel_label(std::string_view name) {
   const std::size_t args = std::min(name.find('<'), name.find('('));
   const std::size_t scope = name.substr(0, args).rfind("::");
   if (scope != std::string_view::npos) name.remove_prefix(scope + 2);
-  return name.size() <= kWidth ? std::string(name) : std::string(name.substr(0, kWidth - 3)) + "...";
+  return name.size() <= kWidth ? std::string(name)
+                               : std::string(name.substr(0, kWidth - 3)) + "...";
 }
 
 }  // namespace
