@@ -121,6 +121,17 @@ TEST_F(GzFile, JsonInputIsRefusedAtItsFirstNonJsonByte) {
   EXPECT_EQ(InputFile(zeros).read_all().size(), std::size_t{1} << 20) << "Content::Any reads all";
 }
 
+// A file of one endless line is refused past kMaxLineBytes, not buffered up to the input limit
+// (the buffer doubling on the way).
+TEST_F(GzFile, AnEndlessLineIsRefused) {
+  const std::string p = path("one_line.jsonl");
+  spit(p, "{" + std::string(kMaxLineBytes + 1, 'x') + "}\n");
+  InputFile in(p);
+  std::string line;
+  const std::string e = error_of([&] { in.read_line(line); });
+  EXPECT_NE(e.find("a line longer than 64 MiB"), std::string::npos) << e;
+}
+
 // The limit is exact: max_bytes is read, max_bytes + 1 is refused, and never more is read.
 TEST_F(GzFile, TheLimitIsExact) {
   const std::string p = path("limit.json");
