@@ -28,10 +28,10 @@ int stop_script(void* deadline) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = (std::filesystem::temp_directory_path() /
-                                   ("fathom-fuzz-nsight-sql-" + std::to_string(::getpid()) +
-                                    ".sqlite"))
-                                      .string();
+  static const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("fathom-fuzz-nsight-sql-" + std::to_string(::getpid()) + ".sqlite"))
+          .string();
   {
     fathom::testing::NsightExportBuilder b(path);
     const std::int64_t t = fathom::testing::global_tid(100, 101);

@@ -121,6 +121,17 @@ TEST_F(GzFile, JsonInputIsRefusedAtItsFirstNonJsonByte) {
   EXPECT_EQ(InputFile(zeros).read_all().size(), std::size_t{1} << 20) << "Content::Any reads all";
 }
 
+// A file of one endless line is refused past kMaxLineBytes, not buffered up to the input limit
+// (the buffer doubling on the way).
+TEST_F(GzFile, AnEndlessLineIsRefused) {
+  const std::string p = path("one_line.jsonl");
+  spit(p, "{" + std::string(kMaxLineBytes + 1, 'x') + "}\n");
+  InputFile in(p);
+  std::string line;
+  const std::string e = error_of([&] { in.read_line(line); });
+  EXPECT_NE(e.find("a line longer than 64 MiB"), std::string::npos) << e;
+}
+
 // The limit is exact: max_bytes is read, max_bytes + 1 is refused, and never more is read.
 TEST_F(GzFile, TheLimitIsExact) {
   const std::string p = path("limit.json");
@@ -163,7 +174,8 @@ std::int64_t status_kib(const char* field) {
   char line[256];
   std::int64_t v = -1;
   while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, field, std::strlen(field)) == 0) v = std::atoll(line + std::strlen(field));
+    if (std::strncmp(line, field, std::strlen(field)) == 0)
+      v = std::atoll(line + std::strlen(field));
   std::fclose(f);
   return v;
 }

@@ -16,8 +16,6 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
-#include <functional>
-#include <vector>
 #include <fstream>
 #include <functional>
 #include <future>

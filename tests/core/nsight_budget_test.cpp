@@ -26,7 +26,8 @@ std::string error_of(const std::string& path, const NsightReadBudget& budget = {
   NsightReadOptions o;
   o.budget = budget;
   try {
-    read_nsight_export(path, [](GpuActivity&&) {}, o);
+    read_nsight_export(
+        path, [](GpuActivity&&) {}, o);
   } catch (const Error& e) {
     return e.what();
   }
@@ -43,7 +44,8 @@ std::string write_many_kernels(const std::string& name, std::int64_t kernels) {
          " * 1000, (x * 7919) % " + std::to_string(kernels) +
          " * 1000 + 500, 0, 1, 7, x, 16777216, " + std::to_string(n) + ", " + std::to_string(n) +
          ", 1, 1, 1, 128, 1, 1, NULL FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
-         "FROM c WHERE x < " + std::to_string(kernels) + ") SELECT x FROM c)");
+         "FROM c WHERE x < " +
+         std::to_string(kernels) + ") SELECT x FROM c)");
   return path;
 }
 
@@ -53,8 +55,9 @@ TEST(NsightBudget, AViewInPlaceOfATableIsRefused) {
     NsightExportBuilder b(path);
     b.kernel(1000, 2000, 0, 7, 1, 100, "k");
     // Finite here; a recursive one would never end.
-    b.exec("CREATE TABLE names AS SELECT * FROM StringIds; DROP TABLE StringIds; "
-           "CREATE VIEW StringIds AS SELECT id, value FROM names;");
+    b.exec(
+        "CREATE TABLE names AS SELECT * FROM StringIds; DROP TABLE StringIds; "
+        "CREATE VIEW StringIds AS SELECT id, value FROM names;");
   }
   const std::string e = error_of(path);
   EXPECT_NE(e.find("StringIds is a view, not a table"), std::string::npos) << e;

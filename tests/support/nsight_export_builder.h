@@ -191,10 +191,9 @@ class NsightExportBuilder {
           (4, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE', '');)");
       sync_table_ = true;
     }
-    exec("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (" + std::to_string(start) +
-         ", " + std::to_string(end) + ", " + std::to_string(device) + ", 1, 7, " +
-         std::to_string(corr) + ", " + std::to_string(global_pid(pid)) + ", " +
-         std::to_string(type) + ", 0)");
+    exec("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (" + std::to_string(start) + ", " +
+         std::to_string(end) + ", " + std::to_string(device) + ", 1, 7, " + std::to_string(corr) +
+         ", " + std::to_string(global_pid(pid)) + ", " + std::to_string(type) + ", 0)");
   }
 
  private:

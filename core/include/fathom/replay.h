@@ -66,7 +66,7 @@ struct NsightExportInfo {
 // table sorted into the temp folder forever) is refused with a clear error instead of growing
 // memory, disk or time without bound. The defaults hold exports of hours of training.
 struct NsightReadBudget {
-  std::int64_t rows = std::int64_t{1} << 32;          // rows stepped, all queries together
+  std::int64_t rows = std::int64_t{1} << 32;              // rows stepped, all queries together
   std::int64_t milliseconds = std::int64_t{1800} * 1000;  // wall-clock time inside SQLite
   std::int32_t value_bytes = 16 << 20;  // the longest string or blob (SQLITE_LIMIT_LENGTH)
   std::int64_t temp_bytes = std::int64_t{4} << 30;  // SQLite's temporary files (sort spills)

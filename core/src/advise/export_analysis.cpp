@@ -52,9 +52,9 @@ Unmeasured kernels_not_measured() {
 
 // union_of: the whole export's pass also takes the unions across devices.
 GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
-                    const NsightReadBudget& budget,
-                    std::optional<std::int32_t> device, bool step_rows, HostTally& tally,
-                    NsightExportInfo& info, CrossDeviceUnion* union_of = nullptr,
+                    const NsightReadBudget& budget, std::optional<std::int32_t> device,
+                    bool step_rows, HostTally& tally, NsightExportInfo& info,
+                    CrossDeviceUnion* union_of = nullptr,
                     std::pair<std::int64_t, std::int64_t>* window = nullptr) {
   AggregatorLimits limits;
   limits.step_rows = step_rows ? kStepRows : 0;
@@ -117,7 +117,6 @@ Environment environment_of(const ExportAnalysis& a, const GpuSummary& gpu) {
         {"fathom's phases and steps",
          "the export has no ranges of fathom's NVTX domain: GPU work is attributed to the phases "
          "PyTorch's own ranges imply (autograd nodes, Optimizer.*) where there are any"});
-  if (!a.info.kernel_table) env.not_measured.push_back(kernels_not_measured());
   env.not_measured.push_back(
       {"samples per second", "an Nsight Systems export does not count the samples of a step"});
   return env;

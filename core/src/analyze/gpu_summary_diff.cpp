@@ -2,7 +2,9 @@
 // sections of two report epochs. Shares are in percent; times are the analysed window's.
 #include <fathom/report_diff.h>
 
+#include <algorithm>
 #include <map>
+#include <string_view>
 
 namespace fathom {
 namespace {
@@ -32,10 +34,16 @@ std::optional<double> mean_busy(const TimelineResult& t) {
   return n > 0 ? std::optional<double>(100.0 * sum / n) : std::nullopt;
 }
 
-// A kernel's name, cut to the table's column.
-std::string kernel_label(const std::string& name) {
+// A kernel's name for the table's column: without "void " and the function's namespaces (their
+// template arguments tell kernels of one name apart), cut to the column.
+std::string kernel_label(std::string_view name) {
   constexpr std::size_t kWidth = 24;
-  return name.size() <= kWidth ? name : name.substr(0, kWidth - 3) + "...";
+  if (name.starts_with("void ")) name.remove_prefix(5);
+  const std::size_t args = std::min(name.find('<'), name.find('('));
+  const std::size_t scope = name.substr(0, args).rfind("::");
+  if (scope != std::string_view::npos) name.remove_prefix(scope + 2);
+  return name.size() <= kWidth ? std::string(name)
+                               : std::string(name.substr(0, kWidth - 3)) + "...";
 }
 
 }  // namespace

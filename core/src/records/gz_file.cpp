@@ -205,13 +205,21 @@ bool InputFile::fill() {
 }
 
 bool InputFile::read_line(std::string& line) {
+  std::size_t scanned = 0;  // of the line so far, without a newline: not searched again
   while (true) {
-    const std::size_t nl = buffer_.find('\n', pos_);
+    const std::size_t nl = buffer_.find('\n', pos_ + scanned);
+    const std::size_t held = (nl == std::string::npos ? buffer_.size() : nl) - pos_;
+    if (held > kMaxLineBytes)
+      throw Error(fmt::format(
+          "{}: a line longer than {}, longer than any record fathom writes (corrupted, or not "
+          "a fathom file?)",
+          path_, bytes_limit_text(static_cast<std::int64_t>(kMaxLineBytes))));
     if (nl != std::string::npos) {
       line.assign(buffer_, pos_, nl - pos_);
       pos_ = nl + 1;
       return true;
     }
+    scanned = held;
     if (!fill()) {
       if (pos_ >= buffer_.size()) return false;
       line.assign(buffer_, pos_, std::string::npos);  // a last line without a newline

@@ -15,6 +15,9 @@ bool has_gz_suffix(std::string_view path) noexcept;
 // error rather than exhausting memory (a small .gz can expand a thousandfold).
 inline constexpr std::int64_t kMaxInputBytes = std::int64_t{2} << 30;  // 2 GiB: traces
 inline constexpr std::int64_t kMaxReportBytes = std::int64_t{256} << 20;
+// The longest line read_line returns: far above any record fathom writes (a few KiB), so a file
+// of one endless line cannot double read_line's buffer up to twice the input limit.
+inline constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
 
 // What an input must start with. Every JSON reader (traces, reports, analyses, activity files)
 // says Json: a file whose first byte past whitespace is not '{' or '[' is refused at that byte,
@@ -33,7 +36,8 @@ class InputFile {
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
 
-  // The next line without its newline; false at the end of the file.
+  // The next line without its newline; false at the end of the file. A line longer than
+  // kMaxLineBytes is a fathom::Error.
   bool read_line(std::string& line);
   // Everything from here to the end.
   std::string read_all();

@@ -130,9 +130,9 @@ class Reader {
     std::vector<std::string> parts;
     for (std::string_view t : {detail::kKernelTable, detail::kMemcpyTable, detail::kMemsetTable})
       if (has(t))  // a row on no real device (deviceId -3) is skipped and counted when read
-        parts.push_back(fmt::format(
-            "SELECT DISTINCT deviceId FROM {} WHERE deviceId >= 0 AND deviceId < {}", t,
-            kMaxDevices));
+        parts.push_back(
+            fmt::format("SELECT DISTINCT deviceId FROM {} WHERE deviceId >= 0 AND deviceId < {}", t,
+                        kMaxDevices));
     if (parts.empty()) return;
     SqliteQuery q(db_, fmt::format("SELECT DISTINCT deviceId FROM ({}) ORDER BY deviceId",
                                    fmt::join(parts, " UNION ")));

@@ -103,16 +103,44 @@ int shim_unfetch(sqlite3_file* f, sqlite3_int64 at, void* p) {
 }
 
 // Version 1 has no shared memory or memory mapping: those calls must not reach a file without.
-constexpr sqlite3_io_methods kShimV1{1, shim_close, shim_read, shim_write, shim_truncate,
-                                     shim_sync, shim_file_size, shim_lock, shim_unlock,
-                                     shim_check_reserved, shim_file_control, shim_sector_size,
-                                     shim_device, nullptr, nullptr, nullptr, nullptr, nullptr,
+constexpr sqlite3_io_methods kShimV1{1,
+                                     shim_close,
+                                     shim_read,
+                                     shim_write,
+                                     shim_truncate,
+                                     shim_sync,
+                                     shim_file_size,
+                                     shim_lock,
+                                     shim_unlock,
+                                     shim_check_reserved,
+                                     shim_file_control,
+                                     shim_sector_size,
+                                     shim_device,
+                                     nullptr,
+                                     nullptr,
+                                     nullptr,
+                                     nullptr,
+                                     nullptr,
                                      nullptr};
-constexpr sqlite3_io_methods kShimV3{3, shim_close, shim_read, shim_write, shim_truncate,
-                                     shim_sync, shim_file_size, shim_lock, shim_unlock,
-                                     shim_check_reserved, shim_file_control, shim_sector_size,
-                                     shim_device, shim_shm_map, shim_shm_lock, shim_shm_barrier,
-                                     shim_shm_unmap, shim_fetch, shim_unfetch};
+constexpr sqlite3_io_methods kShimV3{3,
+                                     shim_close,
+                                     shim_read,
+                                     shim_write,
+                                     shim_truncate,
+                                     shim_sync,
+                                     shim_file_size,
+                                     shim_lock,
+                                     shim_unlock,
+                                     shim_check_reserved,
+                                     shim_file_control,
+                                     shim_sector_size,
+                                     shim_device,
+                                     shim_shm_map,
+                                     shim_shm_lock,
+                                     shim_shm_barrier,
+                                     shim_shm_unmap,
+                                     shim_fetch,
+                                     shim_unfetch};
 
 int shim_open(sqlite3_vfs* v, const char* name, sqlite3_file* f, int flags, int* out_flags) {
   auto* self = reinterpret_cast<SqliteDb::TempVfs*>(v);
@@ -207,19 +235,22 @@ SqliteDb::~SqliteDb() { close(); }
 
 void SqliteDb::count_row() const {
   if (++rows_ <= budget_.rows) return;
-  throw Error(fmt::format("cannot read {}: it holds more than {} rows, the budget for one export; {}",
-                          path_, budget_.rows, budget_hint()));
+  throw Error(
+      fmt::format("cannot read {}: it holds more than {} rows, the budget for one export; {}",
+                  path_, budget_.rows, budget_hint()));
 }
 
 void SqliteDb::fail(std::string_view doing) const {
   if (out_of_time_)
-    throw Error(fmt::format("cannot read {} ({}): it took longer than {} s, the budget for one "
-                            "export; {}",
-                            path_, doing, budget_.milliseconds / 1000.0, budget_hint()));
+    throw Error(
+        fmt::format("cannot read {} ({}): it took longer than {} s, the budget for one "
+                    "export; {}",
+                    path_, doing, budget_.milliseconds / 1000.0, budget_hint()));
   if (vfs_ && vfs_->exceeded)
-    throw Error(fmt::format("cannot read {} ({}): sorting it needs more than {} MiB of temporary "
-                            "files, the budget for one export; {}",
-                            path_, doing, budget_.temp_bytes >> 20, budget_hint()));
+    throw Error(
+        fmt::format("cannot read {} ({}): sorting it needs more than {} MiB of temporary "
+                    "files, the budget for one export; {}",
+                    path_, doing, budget_.temp_bytes >> 20, budget_hint()));
   const int code = sqlite3_errcode(db_);
   std::string hint;
   if (code == SQLITE_NOTADB)
