@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "advise/advisor.h"
-#include "aggregate/gpu_aggregator.h"
+#include "analyze/gpu_pipeline.h"
 
 namespace fathom {
 namespace {
@@ -45,17 +45,17 @@ GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
                     NsightExportInfo& info) {
   AggregatorLimits limits;
   limits.step_rows = step_rows ? kStepRows : 0;
-  GpuAggregator agg(limits);
+  GpuPipeline pipeline(limits);
   NsightReadOptions read;
   read.device = device;
   info = read_nsight_export(
       path,
       [&](GpuActivity&& b) {
         tally.add(b);
-        agg.add(b);
+        pipeline.add(b);
       },
       read);
-  return summarize_gpu(agg.snapshot(), options);
+  return pipeline.summary(options);
 }
 
 EpochSummary epoch_of(const HostTally& t, const GpuSummary& gpu) {
