@@ -7,16 +7,19 @@
 #include <fathom/report_writers.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "advise/export_analysis.h"
 #include "analyze/gpu_pipeline.h"
 #include "analyze/transfer_analysis.h"
 #include "commands.h"
-#include "records/atomic_file.h"
+#include "records/command_output.h"
+#include "records/terminal_text.h"
 #include "report/analysis_json.h"
 #include "report/chrome_trace.h"
 
@@ -65,6 +68,23 @@ LinkPeak link_of(const AnalyzeArgs& a) {
                   "the trace does not give the PCIe generation and width (pass --pcie GEN:WIDTH)"};
 }
 
+// The export's NVTX ranges outside fathom's domain by name, the longest total first.
+void print_range_names(const NsightExportInfo& info) {
+  if (info.range_names.empty()) return;
+  constexpr std::size_t kRows = 20;
+  std::cout << fmt::format("\nNVTX ranges: {} ({} name{})\n", info.nvtx_ranges,
+                           info.range_names.size(), info.range_names.size() == 1 ? "" : "s");
+  std::cout << fmt::format("    {:<48} {:>9} {:>12}\n", "name", "count", "total ms");
+  for (std::size_t i = 0; i < std::min(kRows, info.range_names.size()); ++i) {
+    const auto& r = info.range_names[i];
+    std::cout << fmt::format("    {:<48} {:>9} {:>12.3f}\n", detail::terminal_safe(r.name), r.count,
+                             double(r.total_ns) / 1e6);
+  }
+  if (info.range_names.size() > kRows)
+    std::cout << fmt::format("    ... {} more names (--json lists them all)\n",
+                             info.range_names.size() - kRows);
+}
+
 // An Nsight Systems export: streamed (exports reach gigabytes), advised, one section per device.
 int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
   if (!a.chrome_trace_out.empty())
@@ -86,14 +106,15 @@ int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
     std::cout << fmt::format("\ndevice {} alone (its GPU work and the processes that used it)\n",
                              d.device)
               << format_gpu_summary_text(d.gpu);
+  print_range_names(x.info);
   for (const std::string& s : x.info.skipped) std::cout << "  skipped: " << s << "\n";
   if (!a.json_out.empty()) {
     AnalysisDocument doc{a.path, *e.gpu, x.devices, e.findings, x.info};
-    write_file_atomically(a.json_out, format_analysis_json(doc));
+    write_command_output(a.json_out, "--json", format_analysis_json(doc), {a.path});
     std::cout << fmt::format("  JSON written to {}\n", a.json_out);
   }
   if (!a.html_out.empty()) {
-    write_file_atomically(a.html_out, format_html_report(x.report));
+    write_command_output(a.html_out, "--html", format_html_report(x.report), {a.path});
     std::cout << fmt::format("  HTML written to {}\n", a.html_out);
   }
   return 0;
@@ -101,6 +122,11 @@ int run_analyze_export(const AnalyzeArgs& a, const LinkPeak& link) {
 
 int run_analyze(const AnalyzeArgs& a) {
   const LinkPeak link = link_of(a);
+  // Before the analysis: an output that cannot be written (or is the input) is said at once.
+  for (const auto& [path, option] :
+       {std::pair{&a.json_out, "--json"}, std::pair{&a.html_out, "--html"},
+        std::pair{&a.chrome_trace_out, "--chrome-trace"}})
+    if (!path->empty()) check_command_output(*path, option, {a.path});
   if (is_sqlite_file(a.path)) return run_analyze_export(a, link);
   if (!a.html_out.empty())
     throw Error(
@@ -120,11 +146,12 @@ int run_analyze(const AnalyzeArgs& a) {
     TraceInput in;
     in.process_name = a.path;
     in.gpu = &activity;
-    write_file_atomically(a.chrome_trace_out, format_chrome_trace(in));
+    write_command_output(a.chrome_trace_out, "--chrome-trace", format_chrome_trace(in), {a.path});
     std::cout << fmt::format("  Chrome trace written to {}\n", a.chrome_trace_out);
   }
   if (!a.json_out.empty()) {
-    write_file_atomically(a.json_out, format_analysis_json(AnalysisDocument{a.path, summary}));
+    write_command_output(a.json_out, "--json",
+                         format_analysis_json(AnalysisDocument{a.path, summary}), {a.path});
     std::cout << fmt::format("  JSON written to {}\n", a.json_out);
   }
   return 0;

@@ -15,7 +15,7 @@ namespace fathom::cli {
 std::string read_whole_file(const std::string& path) {
   // Regular files only, and at most a report's size (a .gz is read through): `fathom report
   // /dev/zero` is an error, not an allocation until the process dies.
-  detail::InputFile in(path, detail::kMaxReportBytes);
+  detail::InputFile in(path, detail::kMaxReportBytes, detail::Content::Json);
   return in.read_all();
 }
 

@@ -7,9 +7,11 @@
 
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "commands.h"
-#include "records/atomic_file.h"
+#include "records/command_output.h"
 
 namespace fathom::cli {
 namespace {
@@ -22,9 +24,12 @@ struct ReportArgs {
 };
 
 int run_report(const ReportArgs& a) {
+  // The report may be read from the journal beside a .json name: neither is a place for the page.
+  const std::vector<std::string> inputs = {a.path, a.path + "l"};
+  if (!a.html.empty()) check_command_output(a.html, "--html", inputs);
   RunReport r = read_report_file(a.path);
   if (!a.html.empty()) {
-    write_file_atomically(a.html, format_html_report(r));
+    write_command_output(a.html, "--html", format_html_report(r), inputs);
     std::cout << "fathom: wrote " << a.html << " (" << r.epochs.size() << " epochs)\n";
     return 0;
   }

@@ -45,6 +45,9 @@ Options make_options(std::optional<std::string> report_dir, std::optional<std::s
   // The fixes in the report are written for this loop's language.
   o.loop_language(LoopLanguage::Python);
   if (report_dir) o.report_dir(*report_dir);
+  // Options::run_name("") means the default name; here None does, and "" is a mistake.
+  if (run_name && run_name->empty())
+    throw Error("run_name='' is empty; give a name, or None for the default (fathom-<date>-...)");
   if (run_name) o.run_name(*run_name);
   if (mode)
     o.mode(parse_name<Mode>(*mode, "mode", &mode_name,
@@ -418,7 +421,11 @@ PYBIND11_MODULE(_C, m) {
       .def("__enter__", &PyEpoch::enter, py::return_value_policy::reference)
       .def("__exit__", &PyEpoch::exit)
       .def(
-          "step", [](PyEpoch& e, std::int64_t samples) { return PyStep(&e, samples); },
+          "step",
+          [](PyEpoch& e, std::int64_t samples) {
+            check_step_samples(samples);  // at the call, as EpochScope::step, also when off
+            return PyStep(&e, samples);
+          },
           py::arg("samples") = 0, py::keep_alive<0, 1>(),
           "a step of this epoch; samples: the batch size, for throughput");
 

@@ -47,3 +47,16 @@ def test_amp_options_are_checked(report_dir):
         with session.epoch():
             with pytest.raises(fathom.Error, match="before `with session.epoch\\(\\)`"):
                 session.configure_amp(when="always")
+
+
+def test_amp_numbers_no_step_could_use_are_refused_also_when_off(report_dir):
+    # issue 25: NaN or infinite tolerance and a negative warm-up were accepted.
+    for mode in ["auto", "off"]:
+        with fathom.Session(report_dir=report_dir, mode=mode, print_report=False) as session:
+            for t in [float("nan"), float("inf"), -0.5]:
+                with pytest.raises(fathom.Error, match="tolerance must be a finite number >= 0"):
+                    session.configure_amp(tolerance=t)
+            with pytest.raises(fathom.Error, match="warmup_steps must be >= 0"):
+                session.configure_amp(warmup_steps=-1)
+            with pytest.raises(fathom.Error, match="watch_steps must be >= 0"):
+                session.configure_amp(watch_steps=-1)

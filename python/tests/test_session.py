@@ -112,6 +112,27 @@ def test_run_names_are_checked_like_fathom_run_name(report_dir, tmp_path):
     assert not (tmp_path / "escape.json").exists()
 
 
+def test_an_empty_run_name_and_a_nul_in_a_path_are_refused(report_dir, tmp_path):
+    # issue 25: run_name="" silently took the default name; a NUL cut report_dir short, and the
+    # report went to the folder before it.
+    with pytest.raises(fathom.Error, match="run_name='' is empty"):
+        fathom.Session(report_dir=report_dir, run_name="")
+    with pytest.raises(fathom.Error, match="NUL"):
+        fathom.Session(report_dir=str(tmp_path / "reports") + "\0elsewhere")
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_sample_count_no_batch_has_is_refused(report_dir):
+    # issue 25: `samples: -24` and a negative throughput reached the report.
+    for mode in ["suggest", "off"]:
+        with fathom.Session(report_dir=report_dir, mode=mode, print_report=False) as session:
+            with session.epoch() as e:
+                with pytest.raises(fathom.Error, match="a step of -24 samples is not valid"):
+                    e.step(-24)
+                with pytest.raises(fathom.Error, match="not valid"):
+                    e.step(2**62)
+
+
 def test_an_unwritable_report_folder_fails_at_start(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

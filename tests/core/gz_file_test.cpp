@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,32 @@ TEST_F(GzFile, MissingFileNamesThePath) {
   EXPECT_NE(e.find("cannot open " + p), std::string::npos) << e;
 }
 
+// Issue 25: a JSON reader refuses a file at its first byte that is not whitespace and cannot
+// start a JSON document, with the byte's place and value; it reads no further.
+TEST_F(GzFile, JsonInputIsRefusedAtItsFirstNonJsonByte) {
+  const std::string zeros = path("zeros.json");
+  spit(zeros, std::string(1 << 20, '\0'));
+  std::string e = error_of([&] { InputFile(zeros, kMaxInputBytes, Content::Json).read_all(); });
+  EXPECT_NE(e.find(zeros + " is not JSON: byte 1 is 0x00"), std::string::npos) << e;
+  const std::string text = path("text.json");
+  spit(text, " \n\t x{}");
+  e = error_of([&] { InputFile(text, kMaxInputBytes, Content::Json).read_all(); });
+  EXPECT_NE(e.find("byte 5 is 'x'"), std::string::npos) << e;
+  const std::string ok = path("ok.json");
+  spit(ok, "  [1]");
+  EXPECT_EQ(InputFile(ok, kMaxInputBytes, Content::Json).read_all(), "  [1]");
+  EXPECT_EQ(InputFile(zeros).read_all().size(), std::size_t{1} << 20) << "Content::Any reads all";
+}
+
+// The limit is exact: max_bytes is read, max_bytes + 1 is refused, and never more is read.
+TEST_F(GzFile, TheLimitIsExact) {
+  const std::string p = path("limit.json");
+  spit(p, std::string(1000, ' '));
+  EXPECT_EQ(InputFile(p, 1000).read_all().size(), 1000u);
+  const std::string e = error_of([&] { InputFile(p, 999).read_all(); });
+  EXPECT_NE(e.find("holds more than"), std::string::npos) << e;
+}
+
 #ifdef FATHOM_HAVE_ZLIB
 
 TEST_F(GzFile, GzNamesAreCompressedAndReadBack) {
@@ -124,6 +152,42 @@ TEST_F(GzFile, ReadingSeesThroughGzipWhateverTheName) {
   spit(p, kGzipHello);
   InputFile in(p);
   EXPECT_EQ(in.read_all(), "hello\n");
+}
+
+// Issue 25: read_all holds the file once, not a buffer that doubles (a 128 MiB input peaked at
+// 256 MiB and more): the process's peak resident memory, reset before the read (clear_refs 5),
+// grows by the input and one block, well under 1.6 times the input.
+std::int64_t status_kib(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  std::int64_t v = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, field, std::strlen(field)) == 0) v = std::atoll(line + std::strlen(field));
+  std::fclose(f);
+  return v;
+}
+
+TEST_F(GzFile, ReadAllHoldsTheFileOnceNotADoubledBuffer) {
+  constexpr std::size_t kSize = std::size_t{128} << 20;
+  const std::string p = path("big.json.gz");
+  {
+    OutputFile out(p);
+    const std::string chunk(std::size_t{1} << 20, ' ');
+    for (std::size_t i = 0; i < kSize / chunk.size(); ++i) out.write(chunk);
+    out.close();
+  }
+  std::FILE* reset = std::fopen("/proc/self/clear_refs", "w");
+  if (!reset || std::fputs("5", reset) < 0 || std::fclose(reset) != 0)
+    GTEST_SKIP() << "this kernel cannot reset the peak resident size";
+  const std::int64_t before = status_kib("VmRSS:");
+  std::int64_t grown = 0;
+  {
+    const std::string all = InputFile(p).read_all();
+    ASSERT_EQ(all.size(), kSize);
+    grown = (status_kib("VmHWM:") - before) * 1024;
+  }
+  EXPECT_LT(static_cast<double>(grown), 1.6 * kSize) << grown / (1 << 20) << " MiB for 128 MiB";
 }
 
 #else

@@ -8,15 +8,27 @@
 #include <fathom/error.h>
 #include <fathom/replay.h>
 #include <fathom/report_writers.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <exception>
+#include <filesystem>
+#include <functional>
+#include <vector>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "records/gz_file.h"
+#include "report/trace_event_stream.h"
 
 namespace fathom {
 namespace {
@@ -104,6 +116,49 @@ TEST(HostileInput, NonRegularFilesAreRefused) {
   }
 }
 
+// What open_it threw (its fathom::Error's text), on another thread: an open that waits on the
+// FIFO is a failure, and is released by opening the FIFO's other end with release_flags.
+template <typename Open>
+std::string error_without_waiting(const std::string& fifo, int release_flags, Open open_it) {
+  auto result = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      open_it();
+      return "opened";
+    } catch (const Error& e) {
+      return e.what();
+    }
+  });
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "waits on the FIFO " << fifo;
+    const int other_end = ::open(fifo.c_str(), release_flags | O_CLOEXEC);
+    const std::string got = result.get();
+    if (other_end >= 0) ::close(other_end);
+    return got;
+  }
+  return result.get();
+}
+
+// Issue 25: a FIFO at FATHOM_TRACE held the Session's constructor forever (the trace was opened
+// before it was checked), and `fathom analyze FIFO` the same: each open now refuses it at once.
+TEST(HostileInput, AFifoIsRefusedBeforeAnyOpenCanWaitOnIt) {
+  const std::string fifo = testing::TempDir() + "/fathom_fifo_" + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int to_a_reader = O_WRONLY | O_NONBLOCK, to_a_writer = O_RDONLY | O_NONBLOCK;
+  EXPECT_NE(error_without_waiting(fifo, to_a_writer, [&] { TraceEventStream t(fifo, 0, "run"); })
+                .find("is not a plain file"),
+            std::string::npos);
+  for (const auto& [reader, read] : std::vector<std::pair<const char*, std::function<void()>>>{
+           {"InputFile", [&] { detail::InputFile in(fifo); }},
+           {"is_sqlite_file", [&] { (void)is_sqlite_file(fifo); }},
+           {"load_trace", [&] { (void)load_trace(fifo); }}}) {
+    EXPECT_NE(error_without_waiting(fifo, to_a_reader, read).find("is not a regular file"),
+              std::string::npos)
+        << reader;
+  }
+  ::unlink(fifo.c_str());
+}
+
 TEST(HostileInput, InputsHaveASizeLimitUncompressedToo) {
   // 4 MiB of zeros in about 4 KiB of gzip: the limit counts what comes out, not what is on disk.
   const std::string path = testing::TempDir() + "/fathom_zeros.json.gz";
@@ -119,6 +174,31 @@ TEST(HostileInput, InputsHaveASizeLimitUncompressedToo) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("holds more than 1 MiB (uncompressed)"), std::string::npos)
         << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+// Issue 25: a gzip bomb of zero bytes is refused at its first byte, before the rest is inflated:
+// the stream here is cut in half, and the error is "not JSON", never the truncation it would
+// reach after reading everything. Every JSON reader shares the rule (Content::Json).
+TEST(HostileInput, NonJsonIsRefusedAtTheFirstByteBeforeTheRestIsRead) {
+  const std::string path = testing::TempDir() + "/fathom_zero_bomb.json.gz";
+  {
+    detail::OutputFile out(path);
+    for (int i = 0; i < 64; ++i) out.write(std::string(1 << 20, '\0'));
+    out.close();
+  }
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  for (const auto& read : std::vector<std::function<void()>>{
+           [&] { (void)read_kineto_trace(path); }, [&] { (void)load_trace(path); },
+           [&] { (void)read_report_file(path); }}) {
+    try {
+      read();
+      FAIL() << "read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not JSON: byte 1 is 0x00"), std::string::npos)
+          << e.what();
+    }
   }
   std::remove(path.c_str());
 }

@@ -2,6 +2,9 @@
 #include <fathom/options.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "scoped_env.h"
 
 namespace fathom {
@@ -148,6 +151,82 @@ TEST(Options, EmptyReportDirIsAnError) {
 TEST(Options, NamesRoundTrip) {
   EXPECT_EQ(mode_name(Mode::Suggest), "suggest");
   EXPECT_EQ(nvtx_level_name(NvtxLevel::Modules), "modules");
+}
+
+// Issue 25: a bad value is echoed in the error, but cut and escaped, as FATHOM_RUN_NAME's always
+// was: an escape sequence in it must not reach the terminal, and a 100 KB value must not make a
+// 100 KB message.
+std::string hostile_value(std::string_view tail = "") {
+  return "\x1b]0;owned\x07\n\t" + std::string(100'000, 'x') + std::string(tail);
+}
+
+std::string error_of_variable(const char* name, const std::string& value) {
+  ScopedEnv env(name, value.c_str());
+  try {
+    (void)Options().with_env();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void expect_escaped_and_cut(const std::string& msg, std::string_view name, std::size_t limit) {
+  EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\\x1b]0;owned\\x07\\n\\t"), std::string::npos) << msg.substr(0, 200);
+  EXPECT_LT(msg.size(), limit) << name;
+  for (char c : msg)
+    ASSERT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+        << name << ": a raw control character in " << msg.substr(0, 200);
+}
+
+TEST(Options, EveryEchoedValueIsEscapedAndCut) {
+  for (const char* name : {"FATHOM_MODE", "FATHOM_NVTX", "FATHOM_CUPTI", "FATHOM_PRINT",
+                           "FATHOM_PROGRESS", "FATHOM_RECORD_SHAPES", "FATHOM_AUTOGRAD_HOOK",
+                           "FATHOM_COUNT_FLOPS", "FATHOM_CHECKPOINT_BUDGET",
+                           "FATHOM_MERGE_TIMEOUT", "FATHOM_RUN_NAME"})
+    expect_escaped_and_cut(error_of_variable(name, hostile_value()), name, 1000);
+  // A memory budget's unit is echoed on its own.
+  expect_escaped_and_cut(error_of_variable("FATHOM_CHECKPOINT_BUDGET", "12" + hostile_value()),
+                         "unknown unit", 1000);
+}
+
+TEST(Options, PathsInErrorsAreEscaped) {
+  // Paths are cut only past PATH_MAX: real ones are longer than a value's 64 bytes.
+  for (const char* name : {"FATHOM_TRACE", "FATHOM_RECORD_ACTIVITY"})
+    expect_escaped_and_cut(error_of_variable(name, hostile_value()), name, 5000);
+  expect_escaped_and_cut(error_of_variable("FATHOM_TRACE", "/nonexistent/" + hostile_value(".json")),
+                         "does not exist", 10000);
+}
+
+TEST(Options, AnUnknownVariableNameIsEscaped) {
+  // A name one edit from FATHOM_MODE, with an escape sequence in it.
+  const std::string name = "FATHOM_MOD\x1b";
+  ScopedEnv env(name.c_str(), "off");
+  try {
+    (void)Options().with_env();
+    FAIL() << "expected fathom::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("FATHOM_MOD\\x1b"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+  }
+}
+
+TEST(Options, APathWithANulIsRefused) {
+  // Python's str and std::string hold NUL; the system's C strings would end at it and make a
+  // folder nobody named.
+  const std::string nul("reports\0elsewhere", 17);
+  for (Options o : {Options().report_dir(nul), Options().trace_file(nul + ".json"),
+                    Options().record_activity(nul + ".jsonl")}) {
+    try {
+      (void)o.with_env();
+      FAIL() << "expected fathom::Error";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("NUL"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("reports\\x00elsewhere"), std::string::npos) << msg;
+    }
+  }
 }
 
 }  // namespace

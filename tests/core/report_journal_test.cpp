@@ -3,13 +3,24 @@
 #include <fathom/error.h>
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "records/report_journal_file.h"
+#include "records/warning_sink.h"
 #include "sample_report.h"
 
 namespace fathom {
@@ -145,6 +156,87 @@ TEST_F(ReportFilesTest, APlantedLinkAtTheJournalsNameIsReplacedNotWrittenThrough
   EXPECT_EQ(slurp(path("target")), "keep");
   EXPECT_FALSE(fs::is_symlink(path("run.jsonl")));
   EXPECT_EQ(read_report_file(path("run.jsonl")).epochs.size(), 2u);
+}
+
+// Issue 25: after `rm -rf` of the report folder mid-run, later epochs went to the unlinked
+// journal and the run's report was lost. The next append notices, says so, and writes the
+// journal again with every epoch; the end writes the document into the folder made again.
+TEST_F(ReportFilesTest, ARemovedFolderIsNoticedAtTheNextAppendAndMadeAgain) {
+  const RunReport r = three_epochs();
+  const std::string header = format_journal_header(r);
+  std::vector<std::string> said;
+  detail::WarningRedirect capture([&](std::string_view m) { said.emplace_back(m); });
+  detail::ReportJournalFile files(path("reports/run.json"));
+  fs::create_directories(dir_ / "reports");
+  files.append(header, format_journal_epoch(r.epochs[0], r.environment));
+  fs::remove_all(dir_ / "reports");
+  files.append(header, format_journal_epoch(r.epochs[1], r.environment));
+  ASSERT_TRUE(fs::exists(path("reports/run.jsonl")));
+  EXPECT_EQ(read_report_file(path("reports/run.jsonl")).epochs.size(), 2u);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("reports/run.jsonl was removed"), std::string::npos) << said[0];
+  // The journal alone removed: the same.
+  fs::remove(path("reports/run.jsonl"));
+  files.append(header, format_journal_epoch(r.epochs[2], r.environment));
+  EXPECT_EQ(slurp(path("reports/run.jsonl")), journal_of(r));
+  EXPECT_EQ(said.size(), 2u);
+  fs::remove_all(dir_ / "reports");
+  files.finish(format_json_report(r), format_html_report(r));
+  EXPECT_EQ(slurp(path("reports/run.json")), format_json_report(r));
+}
+
+// Kills the process at its first call of any of syscalls (a seccomp filter): a kill at that
+// exact point. False when this kernel or container allows no filter.
+bool kill_at_first(const std::vector<long>& syscalls) {
+  std::vector<sock_filter> code;
+  code.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+  for (long nr : syscalls) {
+    code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1));
+    code.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+  }
+  code.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  sock_fprog program{static_cast<unsigned short>(code.size()), code.data()};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+// Issue 25: a kill between the journal's rename and the unlink of the earlier run's `run.json`
+// left both, and `fathom report run.json` showed the earlier run. Whichever of the two steps a
+// kill stops at, this run's journal never stands beside the earlier run's document.
+TEST_F(ReportFilesTest, AKillDuringTheSwitchNeverLeavesTheNewJournalBesideTheOldDocument) {
+  const RunReport r = three_epochs();
+  const std::vector<std::pair<const char*, std::vector<long>>> kills = {{"unlink",
+                                                                         {SYS_unlinkat,
+#ifdef SYS_unlink
+                                                                          SYS_unlink
+#endif
+                                                                         }},
+                                                                        {"rename",
+                                                                         {SYS_renameat2,
+#ifdef SYS_rename
+                                                                          SYS_rename,
+#endif
+#ifdef SYS_renameat
+                                                                          SYS_renameat
+#endif
+                                                                         }}};
+  for (const auto& [step, syscalls] : kills) {
+    std::ofstream(path("run.json")) << "the earlier run";
+    fs::remove(path("run.jsonl"));
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (!kill_at_first(syscalls)) ::_exit(3);
+      detail::ReportJournalFile files(path("run.json"));
+      files.append(format_journal_header(r), format_journal_epoch(r.epochs[0], r.environment));
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3) GTEST_SKIP() << "no seccomp filter here";
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the kill at the first " << step << " did not happen";
+    EXPECT_FALSE(fs::exists(path("run.jsonl")) && fs::exists(path("run.json")))
+        << "killed at the " << step << ": a reader of run.json takes the earlier run for this one";
+  }
 }
 
 TEST_F(ReportFilesTest, AMissingFolderIsAnErrorNamingTheJournal) {

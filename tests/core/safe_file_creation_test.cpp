@@ -98,23 +98,65 @@ pid_t dead_pid() {
   return child;
 }
 
+// The name a fathom process makes for a temporary with prefix, by a child that then dies: a
+// temporary that a killed run of this host left.
+std::string name_a_dead_writer_left(const std::string& prefix) {
+  int pipe_fds[2];
+  EXPECT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::string name;
+    const int fd = detail::create_new_file(prefix, name);
+    if (fd >= 0) (void)!::write(pipe_fds[1], name.data(), name.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  char text[512] = {};
+  const ssize_t n = ::read(pipe_fds[0], text, sizeof text);
+  ::close(pipe_fds[0]);
+  ::waitpid(child, nullptr, 0);
+  const std::string path(text, n > 0 ? static_cast<std::size_t>(n) : 0);
+  return path.substr(path.rfind('/') + 1);
+}
+
 TEST_F(SafeFileCreation, StaleTemporariesOfDeadWritersAreRemoved) {
+  const std::string dir = reports().string() + "/";
+  const std::set<std::string> removed = {name_a_dead_writer_left(dir + "run.json.tmp."),
+                                         name_a_dead_writer_left(dir + "run.jsonl.tmp."),
+                                         name_a_dead_writer_left(dir + ".fathom-probe.")};
+  std::string tag, alive;
+  {
+    const int fd = detail::create_new_file(dir + "run.html.tmp.", alive);  // this process's
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    alive = alive.substr(alive.rfind('/') + 1);
+    tag = detail::host_tag();
+  }
   const std::string dead = std::to_string(dead_pid());
-  const std::string alive = std::to_string(::getppid());
-  for (const std::string& name :
-       {"run.json.tmp." + dead + ".0123456789abcdef", "run.html.tmp." + dead,
-        ".fathom-probe." + dead, ".fathom-probe." + dead + ".fedcba9876543210"})
-    std::ofstream(reports() / name) << "torn";
-  const std::string kept_alive = "run.json.tmp." + alive + ".0123456789abcdef";
-  const std::string kept_link = "other.json.tmp." + dead + ".0123456789abcdef";
-  const std::string kept_other = "notes.tmp." + dead + ".mine";
-  std::ofstream(reports() / kept_alive) << "being written";
-  std::ofstream(reports() / kept_other) << "not fathom's";
-  plant(reports() / kept_link);
-  EXPECT_EQ(remove_stale_temporaries(reports().string()), 4);
+  const std::string other_tag = tag == "0123abcd" ? "fedc3210" : "0123abcd";
+  // Issue 25: the pid in a name another host or container gave means nothing here (removed
+  // before: another host's live temporary on a shared NFS folder), and neither does one in a
+  // file that merely looks like a temporary (removed before: backup.tmp.<pid>).
+  const std::set<std::string> kept = {
+      alive,
+      "run.json.tmp." + other_tag + "." + dead + ".0123456789abcdef",  // another host's
+      "run.json.tmp." + dead + ".0123456789abcdef",                    // no host: not provable
+      ".fathom-probe." + dead,
+      "backup.tmp." + dead,
+      "notes.tmp." + tag + "." + dead + ".0123456789abcdef",  // not a report's name
+      "notes.tmp." + dead + ".mine"};
+  for (const std::string& name : kept)
+    if (name != alive) std::ofstream(reports() / name) << "not fathom's to remove";
+  const std::string link = "other.json.tmp." + tag + "." + dead + ".0123456789abcdef";
+  plant(reports() / link);
+  for (const std::string& name : removed) ASSERT_TRUE(sfs::exists(reports() / name)) << name;
+
+  EXPECT_EQ(remove_stale_temporaries(reports().string()), 3);
   std::set<std::string> left;
   for (const auto& e : sfs::directory_iterator(reports())) left.insert(e.path().filename());
-  EXPECT_EQ(left, (std::set<std::string>{kept_alive, kept_link, kept_other}));
+  std::set<std::string> wanted = kept;
+  wanted.insert(link);
+  EXPECT_EQ(left, wanted);
   EXPECT_EQ(slurp(victim_), "precious");
 }
 

@@ -7,7 +7,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "records/file_system.h"
 #include "records/run_name.h"
@@ -108,6 +113,37 @@ TEST_F(RunNameLockTest, ASecondLiveRunWithTheSameNameTakesTheNextFreeOne) {
   detail::RunNameLock again(dir_, "cnn");
   EXPECT_EQ(again.name(), "cnn");
   EXPECT_FALSE(fs::exists(dir_ + "/.cnn-2.lock"));
+}
+
+// Issue 25: past 100 taken names the 101st run shared `cnn`, the live first run's name.
+TEST_F(RunNameLockTest, PastAHundredTakenNamesARunGetsAUniqueOne) {
+  std::vector<std::unique_ptr<detail::RunNameLock>> held;
+  std::set<std::string> names;
+  for (int i = 0; i < 102; ++i) {
+    held.push_back(std::make_unique<detail::RunNameLock>(dir_, "cnn"));
+    ASSERT_TRUE(held.back()->held()) << i;
+    EXPECT_TRUE(names.insert(held.back()->name()).second) << "shared: " << held.back()->name();
+  }
+  EXPECT_EQ(held[99]->name(), "cnn-100");
+  EXPECT_EQ(held[100]->name().rfind("cnn-", 0), 0u) << held[100]->name();
+  EXPECT_EQ(held[100]->name().size(), std::string("cnn-").size() + 8) << held[100]->name();
+}
+
+// Issue 25: a hard link planted at `.cnn.lock` had its other name (someone's file) emptied and
+// overwritten with the pid. The name is refused instead, and the file is left as it was.
+TEST_F(RunNameLockTest, AHardLinkAtTheLockNameIsNeverWritten) {
+  const std::string victim = dir_ + "/victim.txt";
+  { std::ofstream(victim) << "precious"; }
+  ASSERT_EQ(::link(victim.c_str(), (dir_ + "/.cnn.lock").c_str()), 0);
+  {
+    detail::RunNameLock lock(dir_, "cnn");
+    EXPECT_TRUE(lock.held());
+    EXPECT_EQ(lock.name(), "cnn-2");
+  }
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious");
+  EXPECT_TRUE(fs::exists(dir_ + "/.cnn.lock")) << "the planted name is not fathom's to remove";
 }
 
 TEST_F(RunNameLockTest, AFolderWithoutLocksLeavesTheNameAsItIs) {

@@ -37,5 +37,15 @@ TEST(TerminalText, ReportsEscapeTheNamesTheyDidNotWrite) {
   EXPECT_EQ(html.find("\xe2\x80\xae"), std::string::npos);
 }
 
+// Values echoed in messages (issue 25): one line, cut at a character's start, the cut said.
+TEST(TerminalText, EchoedValuesAreOneEscapedLineCutAtACharacter) {
+  EXPECT_EQ(detail::echoed_value("a\tb\nc\x1b"), "a\\tb\\nc\\x1b");
+  const std::string long_value = std::string(63, 'x') + "\xc3\xa9" + std::string(100, 'y');
+  EXPECT_EQ(detail::echoed_value(long_value), std::string(63, 'x') + "... (165 bytes)");
+  EXPECT_EQ(detail::echoed_value(std::string(64, 'z')), std::string(64, 'z'));
+  const std::string path = "/data/" + std::string(300, 'p') + "/\x1b[2J";
+  EXPECT_EQ(detail::printed_path(path), "/data/" + std::string(300, 'p') + "/\\x1b[2J");
+}
+
 }  // namespace
 }  // namespace fathom

@@ -39,6 +39,15 @@ TEST(WarningSink, AnErrorsOwnPrefixIsNotSaidTwice) {
   EXPECT_EQ(c.lines[0], "cannot create x.json");
 }
 
+// Warnings name paths and run names fathom did not choose (issue 25: a report folder with an
+// escape sequence was said raw): the sink escapes every line, for a handler and stderr alike.
+TEST(WarningSink, LinesAreEscaped) {
+  Captured c;
+  warn_as("test: escaped", "removed 1 temporary file(s) in reports\x1b]0;owned\x07");
+  ASSERT_EQ(c.lines.size(), 1u);
+  EXPECT_EQ(c.lines[0], "removed 1 temporary file(s) in reports\\x1b]0;owned\\x07");
+}
+
 TEST(WarningSink, RedirectsNestAndRestore) {
   std::vector<std::string> outer, inner;
   {

@@ -172,6 +172,31 @@ class NsightExportBuilder {
          ", " + std::to_string(global_pid(pid)) + ", 0, " + std::to_string(bytes) + ")");
   }
 
+  // A host synchronization (its table and enum made at the first one). Real exports write
+  // deviceId 0 for every process's, whichever device it waited for.
+  static constexpr int kStreamSync = 3, kStreamWaitEvent = 2;
+  void sync(std::int64_t start, std::int64_t end, std::int64_t pid, std::int64_t corr,
+            int type = kStreamSync, int device = 0) {
+    if (!sync_table_) {
+      exec(R"(CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL,
+          end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,
+          streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+          syncType INTEGER NOT NULL, eventId INTEGER NOT NULL);
+        CREATE TABLE ENUM_CUPTI_SYNC_TYPE (id INTEGER, name TEXT, label TEXT);
+        INSERT INTO ENUM_CUPTI_SYNC_TYPE VALUES
+          (0, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN', ''),
+          (1, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE', ''),
+          (2, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT', ''),
+          (3, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE', ''),
+          (4, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE', '');)");
+      sync_table_ = true;
+    }
+    exec("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (" + std::to_string(start) +
+         ", " + std::to_string(end) + ", " + std::to_string(device) + ", 1, 7, " +
+         std::to_string(corr) + ", " + std::to_string(global_pid(pid)) + ", " +
+         std::to_string(type) + ", 0)");
+  }
+
  private:
   static std::string quote(const std::string& s) {
     std::string out = "'";
@@ -181,6 +206,7 @@ class NsightExportBuilder {
 
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, std::int64_t> ids_;
+  bool sync_table_ = false;
 };
 
 }  // namespace fathom::testing

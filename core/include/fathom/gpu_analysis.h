@@ -132,6 +132,7 @@ struct TransferRow {
   MemcpyKind direction = MemcpyKind::Unknown;
   MemoryKind host_memory = MemoryKind::Unknown;  // the host side (HtoD: source, DtoH: destination)
   bool async = false;
+  bool async_known = true;  // false: the launching calls were not recorded (neither sync nor async)
   std::int64_t count = 0;
   std::int64_t bytes = 0;
   std::int64_t total_ns = 0;
@@ -148,6 +149,7 @@ struct TransferDirection {
   std::int64_t pinned_count = 0, pinned_bytes = 0;
   std::int64_t sync_count = 0, sync_bytes = 0;
   std::int64_t async_count = 0, async_bytes = 0;
+  std::int64_t unknown_call_count = 0, unknown_call_bytes = 0;  // no launching call recorded
   std::optional<double> gb_per_s;
   std::optional<double> share_of_peak;
 };

@@ -53,7 +53,10 @@ struct MemcpyRecord {
   std::int32_t stream = 0;
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  bool async = false;  // issued by an asynchronous API (cudaMemcpyAsync); unknown -> false
+  bool async = false;  // issued by an asynchronous API (cudaMemcpyAsync)
+  // The launching call was in the records: false when it was not, and async says nothing (a
+  // copy is then neither synchronous nor asynchronous in any analysis).
+  bool async_known = true;
   std::uint64_t correlation_id = 0;
   std::uint64_t external_id = 0;
   std::optional<Phase> phase;

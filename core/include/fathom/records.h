@@ -51,4 +51,11 @@ struct StepRecord {
   bool failed = false;  // left by an exception
 };
 
+// The most samples one step may count: far above any batch (2^40, about 1.1e12), and low enough
+// that an epoch's sum of them stays far from overflowing.
+inline constexpr std::int64_t kMaxStepSamples = std::int64_t{1} << 40;
+// Throws fathom::Error unless 0 <= samples <= kMaxStepSamples: a negative count (a size read as
+// -1) or one near the int64 limit would reach the report as a negative or wrapped throughput.
+void check_step_samples(std::int64_t samples);
+
 }  // namespace fathom

@@ -49,6 +49,27 @@ struct NsightExportInfo {
   std::int64_t other_domain_ranges = 0;  // ranges of other domains (NCCL, ...): not read
   std::vector<std::int32_t> devices;     // with kernels, copies or memsets, ascending
   bool device_table = false;             // TARGET_INFO_GPU named the devices
+  bool kernel_table = false;             // CUPTI_ACTIVITY_KIND_KERNEL is there (kernels measured)
+  std::int64_t nvtx_ranges = 0;          // ranges read outside fathom's domain (user, emit_nvtx)
+  // Those ranges by name, emit_nvtx's ", seq = N, op_id = N, sizes = ..." cut off: the
+  // longest total first. Past kMaxRangeNames distinct names the rest count in one "(other)" row.
+  struct RangeName {
+    std::string name;
+    std::int64_t count = 0;
+    std::int64_t total_ns = 0;
+  };
+  static constexpr std::size_t kMaxRangeNames = 4096;
+  std::vector<RangeName> range_names;
+};
+
+// What reading one export may spend, so that a hostile file (a recursive view, a zeroblob, a
+// table sorted into the temp folder forever) is refused with a clear error instead of growing
+// memory, disk or time without bound. The defaults hold exports of hours of training.
+struct NsightReadBudget {
+  std::int64_t rows = std::int64_t{1} << 32;          // rows stepped, all queries together
+  std::int64_t milliseconds = std::int64_t{1800} * 1000;  // wall-clock time inside SQLite
+  std::int32_t value_bytes = 16 << 20;  // the longest string or blob (SQLITE_LIMIT_LENGTH)
+  std::int64_t temp_bytes = std::int64_t{4} << 30;  // SQLite's temporary files (sort spills)
 };
 
 // Which part of an export to read: everything, or one device's GPU records with the host records
@@ -56,10 +77,11 @@ struct NsightExportInfo {
 struct NsightReadOptions {
   std::optional<std::int32_t> device;
   std::size_t batch_records = 65536;
+  NsightReadBudget budget;
 };
 
-// True when the file starts with SQLite's header. Throws fathom::Error only when the file cannot
-// be read at all.
+// True when the file starts with SQLite's header. Throws fathom::Error when the file cannot be
+// read, or is named as an export (.sqlite, .sqlite3, .db) but is not SQLite (empty, random).
 bool is_sqlite_file(const std::string& path);
 // Streams the export into sink in batches of time-ordered records: memory is bounded by the
 // distinct names and the open ranges, not by the rows. Throws fathom::Error naming the file and

@@ -16,6 +16,9 @@ struct MetricChange {
   std::optional<double> a;
   std::optional<double> b;
   bool lower_is_better = true;
+  // False for a figure that is neither better nor worse by itself (a kernel count: fewer kernels
+  // can be slower ones): shown with its change, never judged.
+  bool judged = true;
 
   std::optional<double> delta() const;     // b - a, when both are known
   std::optional<double> relative() const;  // (b - a) / a, when both are known and a != 0

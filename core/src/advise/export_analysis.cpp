@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "advise/advisor.h"
+#include "analyze/cross_device_union.h"
 #include "analyze/gpu_pipeline.h"
 
 namespace fathom {
@@ -40,22 +41,40 @@ struct HostTally {
 
 constexpr std::size_t kStepRows = std::size_t{1} << 16;
 
+constexpr std::string_view kKernelsNotMeasured = "GPU kernels";
+
+Unmeasured kernels_not_measured() {
+  return {std::string(kKernelsNotMeasured),
+          "the export has no CUPTI_ACTIVITY_KIND_KERNEL table (nsys ran without CUDA kernel "
+          "tracing, or the table was dropped): kernel counts, busy time and Tensor Core shares "
+          "are not known; record again with `nsys profile --trace=cuda`"};
+}
+
+// union_of: the whole export's pass also takes the unions across devices.
 GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
+                    const NsightReadBudget& budget,
                     std::optional<std::int32_t> device, bool step_rows, HostTally& tally,
-                    NsightExportInfo& info) {
+                    NsightExportInfo& info, CrossDeviceUnion* union_of = nullptr,
+                    std::pair<std::int64_t, std::int64_t>* window = nullptr) {
   AggregatorLimits limits;
   limits.step_rows = step_rows ? kStepRows : 0;
   GpuPipeline pipeline(limits);
   NsightReadOptions read;
   read.device = device;
+  read.budget = budget;
   info = read_nsight_export(
       path,
       [&](GpuActivity&& b) {
         tally.add(b);
+        if (union_of) union_of->add(b);
         pipeline.add(b);
       },
       read);
-  return pipeline.summary(options);
+  const GpuAggregate a = pipeline.aggregate();
+  if (window) *window = {a.window_begin_ns, a.window_end_ns};
+  GpuSummary g = summarize_gpu(a, options);
+  if (!info.kernel_table) g.not_measured.push_back(kernels_not_measured());
+  return g;
 }
 
 EpochSummary epoch_of(const HostTally& t, const GpuSummary& gpu) {
@@ -98,6 +117,7 @@ Environment environment_of(const ExportAnalysis& a, const GpuSummary& gpu) {
         {"fathom's phases and steps",
          "the export has no ranges of fathom's NVTX domain: GPU work is attributed to the phases "
          "PyTorch's own ranges imply (autograd nodes, Optimizer.*) where there are any"});
+  if (!a.info.kernel_table) env.not_measured.push_back(kernels_not_measured());
   env.not_measured.push_back(
       {"samples per second", "an Nsight Systems export does not count the samples of a step"});
   return env;
@@ -105,17 +125,22 @@ Environment environment_of(const ExportAnalysis& a, const GpuSummary& gpu) {
 
 }  // namespace
 
-ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOptions& options) {
+ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOptions& options,
+                                     const NsightReadBudget& budget) {
   ExportAnalysis a;
   a.input = path;
   HostTally all_tally;
   // The first pass reads the whole export; a multi-GPU export then reads once per device (each
   // pass streams, so memory stays that of one pass).
   NsightExportInfo info;
-  const GpuSummary whole = run_pass(path, options, std::nullopt, true, all_tally, info);
+  CrossDeviceUnion unions;
+  std::pair<std::int64_t, std::int64_t> window;
+  const GpuSummary whole =
+      run_pass(path, options, budget, std::nullopt, true, all_tally, info, &unions, &window);
   a.info = info;
   const bool several = a.info.devices.size() > 1;
   GpuSummary gpu = whole;
+  if (several) unions.apply(gpu, window.first, window.second);
   HostTally epoch_tally = all_tally;
   if (several) {
     // Steps of several ranks interleave in one timeline: the whole export keeps no step rows,
@@ -127,7 +152,7 @@ ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOp
       NsightExportInfo ignored;
       DeviceAnalysis d;
       d.device = a.info.devices[i];
-      d.gpu = run_pass(path, options, d.device, true, t, ignored);
+      d.gpu = run_pass(path, options, budget, d.device, true, t, ignored);
       if (i == 0) epoch_tally = t;  // the epoch's steps: the first device's processes
       a.devices.push_back(std::move(d));
     }

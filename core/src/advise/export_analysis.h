@@ -23,7 +23,9 @@ struct ExportAnalysis {
   std::vector<DeviceAnalysis> devices;  // one per device when the export has more than one
 };
 
-// Throws fathom::Error naming the file and the problem (replay.h's read_nsight_export).
-ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOptions& options);
+// Throws fathom::Error naming the file and the problem (replay.h's read_nsight_export); each pass
+// reads under budget.
+ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOptions& options,
+                                     const NsightReadBudget& budget = {});
 
 }  // namespace fathom

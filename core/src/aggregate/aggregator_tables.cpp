@@ -91,10 +91,11 @@ void GpuAggregator::Impl::add_kernel(const KernelRecord& r) {
 
 void GpuAggregator::Impl::add_memcpy(const MemcpyRecord& r) {
   auto it = std::find_if(memcpys.begin(), memcpys.end(), [&](const MemcpyStats& m) {
-    return m.kind == r.kind && m.src == r.src && m.dst == r.dst && m.async == r.async;
+    return m.kind == r.kind && m.src == r.src && m.dst == r.dst && m.async == r.async &&
+           m.async_known == r.async_known;
   });
   if (it == memcpys.end()) {
-    memcpys.push_back(MemcpyStats{r.kind, r.src, r.dst, r.async});
+    memcpys.push_back(MemcpyStats{r.kind, r.src, r.dst, r.async && r.async_known, r.async_known});
     it = memcpys.end() - 1;
   }
   const std::int64_t d = duration(r.start_ns, r.end_ns);

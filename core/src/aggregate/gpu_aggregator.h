@@ -48,6 +48,7 @@ struct MemcpyStats {
   MemoryKind src = MemoryKind::Unknown;
   MemoryKind dst = MemoryKind::Unknown;
   bool async = false;
+  bool async_known = true;  // the launching calls were recorded
   std::int64_t count = 0;
   std::int64_t bytes = 0;
   std::int64_t total_ns = 0;

@@ -17,6 +17,27 @@ std::optional<double> share_of(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? std::optional<double>(100.0 * double(part) / double(whole)) : std::nullopt;
 }
 
+std::optional<double> us_per_call(std::int64_t ns, std::int64_t calls) {
+  return calls > 0 ? std::optional<double>(double(ns) / double(calls) / 1e3) : std::nullopt;
+}
+
+std::optional<double> mean_busy(const TimelineResult& t) {
+  double sum = 0;
+  int n = 0;
+  for (const DeviceTimeline& d : t.devices)
+    if (d.busy_share) {
+      sum += *d.busy_share;
+      ++n;
+    }
+  return n > 0 ? std::optional<double>(100.0 * sum / n) : std::nullopt;
+}
+
+// A kernel's name, cut to the table's column.
+std::string kernel_label(const std::string& name) {
+  constexpr std::size_t kWidth = 24;
+  return name.size() <= kWidth ? name : name.substr(0, kWidth - 3) + "...";
+}
+
 }  // namespace
 
 std::vector<MetricChange> diff_gpu_summaries(const GpuSummary& a, const GpuSummary& b) {
@@ -30,7 +51,13 @@ std::vector<MetricChange> diff_gpu_summaries(const GpuSummary& a, const GpuSumma
   const TensorCoreResult& tb = b.tensor_cores;
   add("compute-kernel time", "ms", ms(ta.kernel_ns), ms(tb.kernel_ns));
   add("Tensor Core share of compute", "%", pct(ta.share), pct(tb.share), false);
+  // Fewer kernels is not better by itself (fused, slower ones; a shorter window): the time per
+  // call and how busy the devices were judge, the count is shown.
   add("kernels", "count", count(ta.kernel_count), count(tb.kernel_count));
+  out.back().judged = false;
+  add("compute time per kernel call", "us", us_per_call(ta.kernel_ns, ta.kernel_count),
+      us_per_call(tb.kernel_ns, tb.kernel_count));
+  add("devices busy (mean)", "%", mean_busy(a.timeline), mean_busy(b.timeline), false);
   add("analysed window", "ms", ms(a.timeline.window_ns), ms(b.timeline.window_ns));
   add("tiny kernels (share of kernels)", "%", pct(a.timeline.tiny_count_share),
       pct(b.timeline.tiny_count_share));
@@ -70,6 +97,21 @@ std::vector<MetricChange> diff_gpu_summaries(const GpuSummary& a, const GpuSumma
     add(n + "communication overlapped", "%",
         get(da, [](const auto& d) { return pct(d.communication_overlap_share); }),
         get(db, [](const auto& d) { return pct(d.communication_overlap_share); }), false);
+  }
+  // The kernels that took the most time on either side, by name: calls (shown) and time per
+  // call (judged).
+  std::map<std::string, std::pair<const TopKernel*, const TopKernel*>> kernels;
+  for (const TopKernel& k : ta.top_kernels) kernels[k.name].first = &k;
+  for (const TopKernel& k : tb.top_kernels) kernels[k.name].second = &k;
+  for (const auto& [name, p] : kernels) {
+    const auto& [ka, kb] = p;
+    auto per_call = [](const TopKernel* k) {
+      return k ? us_per_call(k->total_ns, k->count) : std::nullopt;
+    };
+    auto calls = [](const TopKernel* k) { return k ? count(k->count) : std::nullopt; };
+    out.push_back({"kernels", kernel_label(name) + " per call", "us", per_call(ka), per_call(kb)});
+    out.push_back({"kernels", kernel_label(name) + " calls", "count", calls(ka), calls(kb)});
+    out.back().judged = false;
   }
   return out;
 }

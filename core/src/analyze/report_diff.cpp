@@ -35,7 +35,8 @@ std::string value_text(double v, const std::string& unit) {
     return detail::bytes_text(v);
   }
   if (unit == "count") return fmt::format("{:.0f}", v);
-  if (unit == "ms" || unit == "s" || unit == "J") return fmt::format("{:.2f} {}", v, unit);
+  if (unit == "ms" || unit == "s" || unit == "J" || unit == "us")
+    return fmt::format("{:.2f} {}", v, unit);
   if (unit == "%") return fmt::format("{:.1f} %", v);
   if (unit == "samples/s") return fmt::format("{:.1f}/s", v);
   return fmt::format("{:.0f} {}", v, unit);
@@ -54,6 +55,7 @@ std::optional<double> MetricChange::relative() const {
 }
 
 int MetricChange::verdict(double noise) const {
+  if (!judged) return 0;
   const auto d = delta();
   if (!d || *d == 0) return 0;
   // Below a hundredth of a millisecond a change is clock noise, whatever its relative size.
@@ -186,7 +188,7 @@ std::string format_diff(const ReportDiff& d, double noise) {
                  d.name_b, d.epoch_b);
   int better = 0, worse = 0, same = 0;
   for (const MetricChange& m : d.metrics) {
-    if (!m.a || !m.b) continue;
+    if (!m.a || !m.b || !m.judged) continue;
     const int v = m.verdict(noise);
     (v > 0 ? better : v < 0 ? worse : same) += 1;
   }
@@ -222,7 +224,10 @@ std::string format_diff(const ReportDiff& d, double noise) {
     else
       change = m.delta() && *m.delta() != 0 ? value_text(*m.delta(), m.unit) : "0";
     const int v = m.verdict(noise);
-    const char* mark = !m.a || !m.b ? "" : v > 0 ? "  better" : v < 0 ? "  worse" : "  ~";
+    const char* mark = !m.a || !m.b || !m.judged ? ""
+                       : v > 0                     ? "  better"
+                       : v < 0                     ? "  worse"
+                                                   : "  ~";
     fmt::format_to(it, "  {:<32} {:>14} {:>14} {:>10}{}\n", m.name, va, vb, change, mark);
   }
   out += "\nfindings\n";

@@ -45,13 +45,15 @@ TransferResult analyze_transfers(const GpuAggregate& a, const LinkPeak& link) {
   for (const MemcpyStats& m : a.memcpys) {
     const MemoryKind host = host_memory_of(m);
     auto row = std::find_if(r.rows.begin(), r.rows.end(), [&](const TransferRow& x) {
-      return x.direction == m.kind && x.host_memory == host && x.async == m.async;
+      return x.direction == m.kind && x.host_memory == host && x.async == m.async &&
+             x.async_known == m.async_known;
     });
     if (row == r.rows.end()) {
       TransferRow fresh;
       fresh.direction = m.kind;
       fresh.host_memory = host;
       fresh.async = m.async;
+      fresh.async_known = m.async_known;
       r.rows.push_back(fresh);
       row = r.rows.end() - 1;
     }
@@ -77,14 +79,20 @@ TransferResult analyze_transfers(const GpuAggregate& a, const LinkPeak& link) {
       dir->pinned_count += m.count;
       dir->pinned_bytes += m.bytes;
     }
-    (m.async ? dir->async_count : dir->sync_count) += m.count;
-    (m.async ? dir->async_bytes : dir->sync_bytes) += m.bytes;
+    if (!m.async_known) {  // neither: the call that issued it was not recorded
+      dir->unknown_call_count += m.count;
+      dir->unknown_call_bytes += m.bytes;
+    } else {
+      (m.async ? dir->async_count : dir->sync_count) += m.count;
+      (m.async ? dir->async_bytes : dir->sync_bytes) += m.bytes;
+    }
 
     r.count += m.count;
     r.bytes += m.bytes;
     r.total_ns += m.total_ns;
     if (m.async && host == MemoryKind::Pageable) r.pageable_async_count += m.count;
-    if (!m.async && m.kind == MemcpyKind::HostToDevice) r.large_sync_h2d_count += m.large_count;
+    if (m.async_known && !m.async && m.kind == MemcpyKind::HostToDevice)
+      r.large_sync_h2d_count += m.large_count;
   }
   // bytes per nanosecond is GB/s.
   for (TransferRow& row : r.rows) {
@@ -102,6 +110,7 @@ TransferResult analyze_transfers(const GpuAggregate& a, const LinkPeak& link) {
   std::stable_sort(r.rows.begin(), r.rows.end(), [](const TransferRow& x, const TransferRow& y) {
     if (x.direction != y.direction) return x.direction < y.direction;
     if (x.host_memory != y.host_memory) return x.host_memory < y.host_memory;
+    if (x.async_known != y.async_known) return x.async_known;
     return x.async < y.async;
   });
 

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "records/terminal_text.h"
+
 namespace fathom {
 namespace {
 
@@ -16,7 +18,8 @@ int parse_int(const char* variable, std::string_view value, int min, const char*
   const char* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, out);
   if (value.empty() || ec != std::errc() || ptr != end || out < min)
-    throw Error(fmt::format("{}='{}' is not a whole number >= {}; {}", variable, value, min, fix));
+    throw Error(fmt::format("{}='{}' is not a whole number >= {}; {}", variable,
+                            detail::echoed_value(value), min, fix));
   return out;
 }
 
@@ -68,7 +71,7 @@ std::chrono::milliseconds merge_timeout_from_environment(std::chrono::millisecon
     throw Error(
         fmt::format("FATHOM_MERGE_TIMEOUT='{}' is not a number of seconds in (0, 86400]; "
                     "e.g. FATHOM_MERGE_TIMEOUT=30",
-                    v));
+                    detail::echoed_value(v)));
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
 }
 

@@ -108,6 +108,7 @@ json record_json(const MemcpyRecord& m) {
           {"start_ns", m.start_ns},
           {"end_ns", m.end_ns},
           {"async", m.async},
+          {"async_known", m.async_known},
           {"correlation_id", m.correlation_id},
           {"external_id", m.external_id},
           {"phase", phase_json(m.phase)}};
@@ -224,6 +225,7 @@ bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
     get(j, "stream", m.stream);
     get_times(j, m);
     get(j, "async", m.async);
+    if (j.contains("async_known")) get(j, "async_known", m.async_known);
     get(j, "correlation_id", m.correlation_id);
     get(j, "external_id", m.external_id);
     m.phase = phase_from(j);
@@ -387,7 +389,7 @@ void save_activity(const GpuActivity& activity, const std::string& path) {
 
 void read_activity(const std::string& path, const std::function<void(GpuActivity&&)>& sink,
                    std::size_t batch_records) {
-  detail::InputFile in(path);
+  detail::InputFile in(path, detail::kMaxInputBytes, detail::Content::Json);
   std::string line;
   if (!in.read_line(line))
     throw Error(fmt::format("{} is empty: not a fathom activity file", path));
@@ -439,7 +441,7 @@ GpuActivity load_activity(const std::string& path) {
 
 bool is_activity_file(const std::string& path) {
   // The header is the first line; a trace may be one huge line, so look at its start only.
-  detail::InputFile in(path);
+  detail::InputFile in(path, detail::kMaxInputBytes, detail::Content::Json);
   const std::string head = in.peek(256);
   const std::size_t nl = head.find('\n');
   if (nl == std::string::npos) return false;

@@ -9,14 +9,15 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <string_view>
 
 #include "records/file_system.h"
+#include "records/terminal_text.h"
 #include "records/warning_sink.h"
 
 namespace fathom {
@@ -57,12 +58,6 @@ void write_all(int fd, const std::string& content, const std::string& tmp) {
   }
 }
 
-std::string folder_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // Makes the rename itself durable: without it a crash can bring back the old directory entry.
 void sync_folder(const std::string& folder) noexcept {
   int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -71,37 +66,70 @@ void sync_folder(const std::string& folder) noexcept {
   ::close(fd);
 }
 
-bool all_digits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  return true;
+bool all_of(std::string_view s, std::string_view chars) {
+  return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos;
 }
 
-// The pid in a name fathom gives its temporaries: `<x>.tmp.<pid>[.<random>]` or
-// `.fathom-probe.<pid>[.<random>]`; 0 for any other name.
+// The last `.`-separated field of name, cut off it with its dot; "" when there is no dot.
+std::string_view cut_last_field(std::string_view& name) {
+  const auto dot = name.rfind('.');
+  if (dot == std::string_view::npos) return {};
+  const std::string_view field = name.substr(dot + 1);
+  name = name.substr(0, dot);
+  return field;
+}
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t h = 0xcbf29ce484222325ULL) {
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string first_line_of(const char* path) {
+  char text[128] = {};
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  std::string s(text, n > 0 ? static_cast<std::size_t>(n) : 0);
+  return s.substr(0, s.find('\n'));
+}
+
+// A name for the pid namespace this process lives in on this boot of this host: the pid in a
+// temporary's name means something only to a process with the same one (a shared report folder
+// on NFS is seen by other hosts and other containers, whose pids are not ours to test). 8 hex
+// digits of a hash of the host name, the kernel's boot id and the pid namespace's inode.
+std::string compute_host_tag() {
+  char host[256] = {};
+  (void)::gethostname(host, sizeof host - 1);
+  char ns[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  std::uint64_t h = fnv1a(host);
+  h = fnv1a("\n" + first_line_of("/proc/sys/kernel/random/boot_id"), h);
+  h = fnv1a(std::string_view("\n"), h);
+  if (n > 0) h = fnv1a(std::string_view(ns, static_cast<std::size_t>(n)), h);
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(h ^ (h >> 32)));
+}
+
+// The pid in a name this process's host and pid namespace gave a temporary, exactly
+// `<report>.tmp.<tag>.<pid>.<random>` (the report a .json, .jsonl or .html) or
+// `.fathom-probe.<tag>.<pid>.<random>`; 0 for any other name (another host's, an older fathom's,
+// a user's file that merely looks alike): those are never fathom's to remove.
 long owner_pid(std::string_view name) {
-  std::string_view rest;
-  if (name.substr(0, kProbePrefix.size()) == kProbePrefix) {
-    rest = name.substr(kProbePrefix.size());
-  } else {
-    const auto at = name.rfind(kTempMarker);
-    if (at == std::string_view::npos || at == 0) return 0;
-    rest = name.substr(at + kTempMarker.size());
-    // `<x>.tmp.<pid>.<random>`: the marker before the pid, not one inside <x>.
-    if (const auto dot = rest.find('.'); dot != std::string_view::npos) {
-      if (rest.find('.', dot + 1) != std::string_view::npos) return 0;
-    }
-  }
-  const auto dot = rest.find('.');
-  const std::string_view pid = rest.substr(0, dot);
-  if (dot != std::string_view::npos) {
-    const std::string_view random = rest.substr(dot + 1);
-    if (random.size() != 16 ||
-        random.find_first_not_of("0123456789abcdef") != std::string_view::npos)
+  const std::string_view random = cut_last_field(name);
+  const std::string_view pid = cut_last_field(name);
+  const std::string_view tag = cut_last_field(name);
+  if (random.size() != 16 || !all_of(random, "0123456789abcdef")) return 0;
+  if (pid.size() > 9 || !all_of(pid, "0123456789")) return 0;
+  if (tag != detail::host_tag()) return 0;
+  // What is left: `.fathom-probe` or `<report>.tmp` (the markers without their last dot).
+  const std::string_view probe = kProbePrefix.substr(0, kProbePrefix.size() - 1);
+  const std::string_view tmp = kTempMarker.substr(0, kTempMarker.size() - 1);
+  if (name != probe) {
+    if (!name.ends_with(tmp)) return 0;
+    const std::string_view report = name.substr(0, name.size() - tmp.size());
+    if (!report.ends_with(".json") && !report.ends_with(".jsonl") && !report.ends_with(".html"))
       return 0;
   }
-  if (!all_digits(pid) || pid.size() > 9) return 0;
   return std::stol(std::string(pid));
 }
 
@@ -109,12 +137,25 @@ long owner_pid(std::string_view name) {
 
 namespace detail {
 
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+const std::string& host_tag() {
+  static const std::string tag = compute_host_tag();
+  return tag;
+}
+
 int create_new_file(const std::string& prefix, std::string& name) {
   for (int attempt = 0; attempt < 16; ++attempt) {
-    name = fmt::format("{}{}.{}", prefix, ::getpid(), random_suffix());
+    name = fmt::format("{}{}.{}.{}", prefix, host_tag(), ::getpid(), random_suffix());
     // O_EXCL refuses any existing name, a link (even a dangling one) included; O_NOFOLLOW says
     // so in the flags too.
-    int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    // Read and write: a journal whose name was removed is read back through it (rm -rf of the
+    // report folder mid-run).
+    int fd = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
   errno = EEXIST;
@@ -153,7 +194,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     ::unlink(tmp.c_str());
     throw Error(fmt::format("cannot rename {} to {}: {}", tmp, path, system_reason(err)));
   }
-  sync_folder(folder_of(path));
+  sync_folder(detail::folder_of(path));
 }
 
 void ensure_writable_folder(const std::string& folder) {
@@ -162,7 +203,7 @@ void ensure_writable_folder(const std::string& folder) {
     throw Error(
         fmt::format("cannot create report folder '{}': {}; choose a writable folder with "
                     "Options::report_dir or FATHOM_REPORT_DIR",
-                    folder, why));
+                    detail::printed_path(folder), why));
   }
   std::string probe;
   int fd = detail::create_new_file(fmt::format("{}/{}", folder, kProbePrefix), probe);
@@ -170,7 +211,7 @@ void ensure_writable_folder(const std::string& folder) {
     throw Error(
         fmt::format("report folder '{}' is not writable: {}; choose a writable folder "
                     "with Options::report_dir or FATHOM_REPORT_DIR",
-                    folder, system_reason(errno)));
+                    detail::printed_path(folder), system_reason(errno)));
   }
   ::close(fd);
   ::unlink(probe.c_str());

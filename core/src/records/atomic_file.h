@@ -7,8 +7,8 @@
 namespace fathom {
 
 // Writes content to path so that readers see the old file or the new one, never a torn one:
-// a new temporary file in the same folder (`<path>.tmp.<pid>.<random>`), flushed to disk, then
-// renamed over path. rename() replaces a link at path itself, never what it points to.
+// a new temporary file in the same folder (`<path>.tmp.<host_tag>.<pid>.<random>`), flushed to
+// disk, then renamed over path. rename() replaces a link at path itself, never what it points to.
 // Throws fathom::Error naming the path and the system's reason on failure.
 void write_file_atomically(const std::string& path, const std::string& content);
 
@@ -17,14 +17,22 @@ void write_file_atomically(const std::string& path, const std::string& content);
 void ensure_writable_folder(const std::string& folder);
 
 // Removes the temporary and probe files that fathom processes no longer alive left in folder (a
-// kill during the write): only regular files of this user whose names fathom gives its temporaries.
+// kill during the write): only regular files of this user named exactly as fathom names them, by
+// a process of this host, boot and pid namespace (host_tag()) that is provably dead. Another
+// host's or container's temporaries in a shared folder, and files that merely look alike, stay.
 // Returns how many it removed; never throws.
 int remove_stale_temporaries(const std::string& folder) noexcept;
 
 namespace detail {
-// Opens a new file named `<prefix><pid>.<random>` for writing (O_EXCL|O_NOFOLLOW, mode 0644
-// less the umask); sets name to the name it made. Returns the descriptor, or -1 with errno set.
+// 8 hex digits naming this host, its boot and this process's pid namespace (a hash): where the
+// pid in a temporary's name can be tested.
+const std::string& host_tag();
+// Opens a new file named `<prefix><host_tag>.<pid>.<random>` for reading and writing
+// (O_EXCL|O_NOFOLLOW, mode 0644 less the umask); sets name to the name it made. Returns the
+// descriptor, or -1 with errno set.
 int create_new_file(const std::string& prefix, std::string& name);
+// The folder that holds path ("." for a bare name).
+std::string folder_of(const std::string& path);
 // fsyncs the folder that holds path, so that a rename into it survives a crash; best effort.
 void sync_folder_of(const std::string& path) noexcept;
 }  // namespace detail

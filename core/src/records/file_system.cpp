@@ -1,5 +1,6 @@
 #include "records/file_system.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,6 +52,24 @@ void remove_tree(const std::string& path) noexcept {
 std::string temp_directory() {
   const char* t = std::getenv("TMPDIR");
   return t && *t ? t : "/tmp";
+}
+
+int open_regular_file(const std::string& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = "cannot open " + path + ": " + std::strerror(errno);
+    return -1;
+  }
+  // A device (/dev/zero), a pipe or a folder has no end, or none worth waiting for.
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    why = "cannot read " + path + ": it is not a regular file (a device, a pipe or a folder)";
+    return -1;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
 }
 
 }  // namespace fathom::fs

@@ -16,5 +16,10 @@ std::string make_directories(const std::string& path);
 // rm -rf; best effort, never throws.
 void remove_tree(const std::string& path) noexcept;
 std::string temp_directory();  // $TMPDIR or /tmp
+// Opens path for reading when it is a regular file, without ever waiting on the way: the open of
+// a FIFO waits for a writer, forever (O_NONBLOCK, then fstat; the descriptor returned blocks
+// again). Returns it, or -1 with why set to the whole message ("cannot open X: ..." or "cannot
+// read X: it is not a regular file").
+int open_regular_file(const std::string& path, std::string& why);
 
 }  // namespace fathom::fs

@@ -6,8 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <vector>
+
+#include "records/file_system.h"
 
 #ifdef FATHOM_HAVE_ZLIB
 #include <zlib.h>
@@ -46,10 +51,21 @@ bool starts_with_gzip_magic(std::FILE* f) {
 }
 #endif
 
+Error not_a_plain_file(const std::string& path) {
+  return Error(
+      fmt::format("cannot create {}: it is not a plain file of its own (a device, a pipe or a "
+                  "hard link); remove it or choose another name",
+                  path));
+}
+
 // The file at path, emptied, for writing. A link at path is refused rather than followed, and so
 // is a file with other names (a hard link): emptying it would empty a file someone else named.
 int open_for_replacing(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // O_NONBLOCK: the open of a FIFO waits for a reader, forever (a FIFO at FATHOM_TRACE held the
+  // session's constructor); without one it fails at once (ENXIO), with one it is refused below.
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENXIO) throw not_a_plain_file(path);
   if (fd < 0) {
     if (errno == ELOOP)
       throw Error(
@@ -61,11 +77,10 @@ int open_for_replacing(const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
     ::close(fd);
-    throw Error(
-        fmt::format("cannot create {}: it is not a plain file of its own (a device, a "
-                    "pipe or a hard link); remove it or choose another name",
-                    path));
+    throw not_a_plain_file(path);
   }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   if (::ftruncate(fd, 0) != 0) {
     const std::string why = system_reason();
     ::close(fd);
@@ -80,16 +95,13 @@ bool has_gz_suffix(std::string_view path) noexcept {
   return path.size() >= 3 && path.substr(path.size() - 3) == ".gz";
 }
 
-InputFile::InputFile(std::string path, std::int64_t max_bytes)
-    : path_(std::move(path)), max_bytes_(max_bytes) {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(fmt::format("cannot open {}: {}", path_, system_reason()));
-  // A device (/dev/zero), a pipe or a folder has no end, or none worth waiting for.
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(fmt::format("cannot read {}: it is not a regular file", path_));
-  }
+InputFile::InputFile(std::string path, std::int64_t max_bytes, Content content)
+    : path_(std::move(path)), max_bytes_(max_bytes), content_(content) {
+  // Checked before anything can wait on it (a FIFO), and only a regular file: a device
+  // (/dev/zero), a pipe or a folder has no end, or none worth waiting for.
+  std::string why;
+  const int fd = fs::open_regular_file(path_, why);
+  if (fd < 0) throw Error(why);
 #ifdef FATHOM_HAVE_ZLIB
   gzFile f = gzdopen(fd, "rb");
   if (!f) {
@@ -121,48 +133,75 @@ InputFile::~InputFile() {
 #endif
 }
 
-bool InputFile::fill() {
-  if (eof_) return false;
-  if (read_bytes_ > max_bytes_) {
-    throw Error(fmt::format(
-        "{} holds more than {} (uncompressed), more than fathom reads from one input; cut it "
-        "shorter (a profiler schedule with fewer active steps, a shorter run)",
-        path_, bytes_limit_text(max_bytes_)));
-  }
-  if (pos_ > 0) {
-    buffer_.erase(0, pos_);
-    pos_ = 0;
-  }
-  const std::size_t old = buffer_.size();
-  buffer_.resize(old + kChunk);
+std::size_t InputFile::read_some(char* out, std::size_t want) {
+  if (eof_) return 0;
+  // One byte past the limit is enough to know the file is over it.
+  const std::int64_t room = max_bytes_ + 1 - read_bytes_;
+  if (room <= 0 || want == 0) return 0;
+  want = static_cast<std::size_t>(std::min<std::int64_t>(room, static_cast<std::int64_t>(want)));
 #ifdef FATHOM_HAVE_ZLIB
-  const int n = gzread(gz(handle_), buffer_.data() + old, static_cast<unsigned>(kChunk));
-  if (n < 0) {
-    buffer_.resize(old);
-    throw Error(fmt::format("{}: {}", path_, gz_problem(gz(handle_), 0, path_)));
-  }
-  buffer_.resize(old + static_cast<std::size_t>(n));
-  read_bytes_ += n;
+  const int n = gzread(gz(handle_), out, static_cast<unsigned>(want));
+  if (n < 0) throw Error(fmt::format("{}: {}", path_, gz_problem(gz(handle_), 0, path_)));
   if (n == 0) {
     eof_ = true;
     // A gzip stream cut short reads as an early end; zlib remembers why.
     int err = Z_OK;
     gzerror(gz(handle_), &err);
     if (err != Z_OK) throw Error(fmt::format("{}: {}", path_, gz_problem(gz(handle_), err, path_)));
-    return false;
+    return 0;
   }
+  const auto got = static_cast<std::size_t>(n);
 #else
   std::FILE* f = static_cast<std::FILE*>(handle_);
-  const std::size_t n = std::fread(buffer_.data() + old, 1, kChunk, f);
-  buffer_.resize(old + n);
-  read_bytes_ += static_cast<std::int64_t>(n);
-  if (n == 0) {
+  const std::size_t got = std::fread(out, 1, want, f);
+  if (got == 0) {
     if (std::ferror(f)) throw Error(fmt::format("{}: read error: {}", path_, system_reason()));
     eof_ = true;
-    return false;
+    return 0;
   }
 #endif
-  return true;
+  read_bytes_ += static_cast<std::int64_t>(got);
+  if (read_bytes_ > max_bytes_)
+    throw Error(fmt::format(
+        "{} holds more than {} (uncompressed), more than fathom reads from one input; cut it "
+        "shorter (a profiler schedule with fewer active steps, a shorter run)",
+        path_, bytes_limit_text(max_bytes_)));
+  check_content({out, got});
+  return got;
+}
+
+void InputFile::check_content(std::string_view fresh) {
+  if (content_ != Content::Json || content_checked_) return;
+  const std::size_t at = fresh.find_first_not_of(" \t\r\n");
+  if (at == std::string_view::npos) return;  // only whitespace so far
+  content_checked_ = true;
+  const char c = fresh[at];
+  if (c == '{' || c == '[') return;
+  const auto byte = static_cast<unsigned char>(c);
+  throw Error(fmt::format(
+      "{} is not JSON: byte {} is {} where a JSON document starts with '{{' or '['; give a "
+      "PyTorch profiler trace, a fathom report, analysis or activity file (.json, .jsonl, "
+      "optionally .gz), or an Nsight Systems export (.sqlite)",
+      path_, read_bytes_ - static_cast<std::int64_t>(fresh.size() - at) + 1,
+      byte >= 0x20 && byte < 0x7f ? fmt::format("'{}'", c) : fmt::format("0x{:02x}", byte)));
+}
+
+bool InputFile::fill() {
+  if (pos_ > 0) {
+    buffer_.erase(0, pos_);
+    pos_ = 0;
+  }
+  const std::size_t old = buffer_.size();
+  buffer_.resize(old + kChunk);
+  std::size_t n = 0;
+  try {
+    n = read_some(buffer_.data() + old, kChunk);
+  } catch (...) {
+    buffer_.resize(old);
+    throw;
+  }
+  buffer_.resize(old + n);
+  return n > 0;
 }
 
 bool InputFile::read_line(std::string& line) {
@@ -189,11 +228,38 @@ std::string InputFile::peek(std::size_t n) {
 }
 
 std::string InputFile::read_all() {
-  while (fill()) {
+  // Blocks of their own, then one string of the exact size filled as the blocks are freed: the
+  // peak is the file once plus a block, where a growing string peaks at twice its capacity. A
+  // block is never zero-filled (its pages are touched only as data lands in them), and at 32 MiB
+  // it is above the allocator's largest mmap threshold, so freeing one gives its memory back.
+  constexpr std::size_t kBlock = std::size_t{32} << 20;
+  struct Block {
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;
+  };
+  std::vector<Block> blocks;
+  std::size_t total = buffer_.size() - pos_;
+  while (!eof_) {
+    Block b{std::unique_ptr<char[]>(new char[kBlock]), 0};
+    while (b.size < kBlock) {
+      const std::size_t n = read_some(b.data.get() + b.size, kBlock - b.size);
+      if (n == 0) break;
+      b.size += n;
+    }
+    if (b.size == 0) break;
+    total += b.size;
+    blocks.push_back(std::move(b));
   }
-  buffer_.erase(0, pos_);
+  std::string out;
+  out.reserve(total);
+  out.append(buffer_, pos_, std::string::npos);
+  std::string().swap(buffer_);
   pos_ = 0;
-  return std::move(buffer_);
+  for (Block& b : blocks) {
+    out.append(b.data.get(), b.size);
+    b.data.reset();
+  }
+  return out;
 }
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)), gzip_(has_gz_suffix(path_)) {

@@ -16,10 +16,19 @@ bool has_gz_suffix(std::string_view path) noexcept;
 inline constexpr std::int64_t kMaxInputBytes = std::int64_t{2} << 30;  // 2 GiB: traces
 inline constexpr std::int64_t kMaxReportBytes = std::int64_t{256} << 20;
 
+// What an input must start with. Every JSON reader (traces, reports, analyses, activity files)
+// says Json: a file whose first byte past whitespace is not '{' or '[' is refused at that byte,
+// not after gigabytes of a gzip bomb have been read into memory.
+enum class Content : std::uint8_t { Any, Json };
+
 // Opens regular files only (a device such as /dev/zero, a pipe or a folder is a clear error).
+// Memory is bounded by max_bytes: no more than max_bytes + 1 bytes are ever read, and read_all
+// holds the file once (in blocks, joined into one string as they are freed), never a doubled
+// buffer.
 class InputFile {
  public:
-  explicit InputFile(std::string path, std::int64_t max_bytes = kMaxInputBytes);
+  explicit InputFile(std::string path, std::int64_t max_bytes = kMaxInputBytes,
+                     Content content = Content::Any);
   ~InputFile();
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
@@ -34,6 +43,9 @@ class InputFile {
 
  private:
   bool fill();  // reads more into buffer_; false at the end
+  // Up to n bytes of the file into out, within max_bytes_ (past it: fathom::Error); 0 at the end.
+  std::size_t read_some(char* out, std::size_t n);
+  void check_content(std::string_view fresh);  // Content::Json: the first byte that is not space
 
   std::string path_;
   void* handle_ = nullptr;  // gzFile, or FILE* without zlib
@@ -42,6 +54,8 @@ class InputFile {
   bool eof_ = false;
   std::int64_t max_bytes_;
   std::int64_t read_bytes_ = 0;
+  Content content_;
+  bool content_checked_ = false;
 };
 
 class OutputFile {

@@ -307,8 +307,8 @@ struct Builder {
     }
     for (MemcpyRecord& m : a.memcpys) {
       auto it = call_of.find(m.correlation_id);
-      if (it != call_of.end() && it->second)
-        m.async = it->second->find("Async") != std::string::npos;
+      m.async_known = it != call_of.end() && it->second;  // no call recorded: not known
+      if (m.async_known) m.async = it->second->find("Async") != std::string::npos;
     }
     // deviceProperties lists every GPU of the machine; keep those the trace used.
     for (DeviceProperties& d : all_devices)
@@ -368,7 +368,7 @@ GpuActivity parse_kineto_trace(const std::string& text, const std::string& sourc
 }
 
 GpuActivity read_kineto_trace(const std::string& path) {
-  detail::InputFile in(path);
+  detail::InputFile in(path, detail::kMaxInputBytes, detail::Content::Json);
   return parse_kineto_trace(in.read_all(), path);
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "records/bytes_text.h"
+#include "records/terminal_text.h"
 
 namespace fathom {
 namespace {
@@ -35,7 +36,7 @@ constexpr double kMinBytes = 1e6;
   throw Error(
       fmt::format("{}='{}' is not a memory budget ({}); write bytes such as 12GiB, 512MiB, "
                   "8GB or 1000000, or a fraction of device memory such as 80% or 0.8",
-                  what, text, why));
+                  what, detail::echoed_value(text), why));
 }
 
 std::string_view trim(std::string_view s) {
@@ -76,7 +77,7 @@ MemoryBudget parse_memory_budget(std::string_view text, std::string_view what) {
         break;
       }
     }
-    if (!known) reject(text, what, fmt::format("unknown unit '{}'", unit));
+    if (!known) reject(text, what, fmt::format("unknown unit '{}'", detail::echoed_value(unit)));
   }
   const double b = value * scale;
   if (b >= 9.2e18) reject(text, what, "too large");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "records/run_name.h"
+#include "records/terminal_text.h"
 
 extern char** environ;
 
@@ -71,7 +72,8 @@ T parse_choice(const char* variable, std::string_view value, const Choices<T, N>
     accepted += accepted.empty() ? "" : "|";
     accepted += name;
   }
-  throw Error(fmt::format("{}='{}' is not valid; accepted values: {}", variable, value, accepted));
+  throw Error(fmt::format("{}='{}' is not valid; accepted values: {}", variable,
+                          detail::echoed_value(value), accepted));
 }
 
 template <typename T, std::size_t N>
@@ -107,14 +109,16 @@ void check_unknown_variables() {
     std::string_view name = entry.substr(0, entry.find('='));
     if (std::find(kKnownVariables.begin(), kKnownVariables.end(), name) != kKnownVariables.end())
       continue;
+    // A name holds any byte but '=' and NUL, and may be of any length: echoed cut and escaped.
+    const std::string shown = detail::echoed_value(name);
     for (auto k : kKnownVariables) {
       if (edit_distance(name, k) <= 2)
         throw Error(
             fmt::format("unknown environment variable {}: did you mean {}? (fathom reads: {})",
-                        name, k, known));
+                        shown, k, known));
     }
-    std::fprintf(stderr, "fathom: ignoring %.*s, not a variable fathom reads (%s)\n",
-                 static_cast<int>(name.size()), name.data(), known.c_str());
+    std::fprintf(stderr, "fathom: ignoring %s, not a variable fathom reads (%s)\n", shown.c_str(),
+                 known.c_str());
   }
 }
 // A file fathom writes as the run goes (the activity file, the trace): its folder must exist
@@ -130,13 +134,24 @@ void check_output_path(const std::string& path, std::string_view source, std::st
   const std::string accepted =
       fmt::format("a path ending in {} or {} (gzip-compressed) in an existing folder", suffix, gz);
   if (!ends_with(suffix) && !ends_with(gz))
-    throw Error(fmt::format("{}='{}' is not {} name; accepted: {}", source, path, what, accepted));
+    throw Error(fmt::format("{}='{}' is not {} name; accepted: {}", source,
+                            detail::printed_path(path), what, accepted));
   const auto slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   struct stat st;
   if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error(fmt::format("{}='{}': the folder {} does not exist; accepted: {}", source, path,
-                            folder, accepted));
+    throw Error(fmt::format("{}='{}': the folder {} does not exist; accepted: {}", source,
+                            detail::printed_path(path), detail::printed_path(folder), accepted));
+}
+
+// Paths reach the system as C strings: a NUL ends one early, and fathom would write to a folder
+// nobody named. Only code can pass one (std::string and Python's str hold NUL; the environment
+// cannot).
+void check_no_nul(const std::string& path, std::string_view source) {
+  if (path.find('\0') == std::string::npos) return;
+  throw Error(fmt::format("{}='{}' holds a NUL byte, which would end the path there; give a path "
+                          "without one",
+                          source, detail::printed_path(path)));
 }
 
 }  // namespace
@@ -186,6 +201,9 @@ Options Options::with_env() const {
   }
   if (const char* v = get("FATHOM_PROGRESS"))
     o.progress_ = parse_choice("FATHOM_PROGRESS", v, kProgress);
+  check_no_nul(o.report_dir_, "Options::report_dir (Python: report_dir=)");
+  check_no_nul(o.record_activity_, "Options::record_activity");
+  check_no_nul(o.trace_file_, "Options::trace_file (Python: trace_file=)");
   if (!o.record_activity_.empty())
     check_output_path(
         o.record_activity_,

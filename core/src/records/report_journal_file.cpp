@@ -3,6 +3,7 @@
 #include <fathom/error.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +11,8 @@
 #include <utility>
 
 #include "records/atomic_file.h"
+#include "records/file_system.h"
+#include "records/warning_sink.h"
 
 namespace fathom::detail {
 namespace {
@@ -47,30 +50,77 @@ ReportJournalFile::~ReportJournalFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void ReportJournalFile::create(const std::string& text) {
+  std::string tmp;
+  const int fd = create_new_file(journal_path_ + ".tmp.", tmp);
+  if (fd < 0)
+    throw Error(
+        fmt::format("cannot create {}: {}; make the report folder writable or choose another with "
+                    "Options::report_dir or FATHOM_REPORT_DIR",
+                    tmp, std::strerror(errno)));
+  int err = write_all(fd, text);
+  if (!err && ::fdatasync(fd) != 0) err = errno;
+  if (!err) {
+    // This run's report is the journal from now on; a document of the same name is an earlier
+    // run's. It goes first: a kill between the two steps leaves no report, never the journal of
+    // this run beside the document of the last, which a reader takes for the run's report.
+    const bool json_gone = ::unlink(json_path_.c_str()) == 0;
+    const bool html_gone = ::unlink(html_path_.c_str()) == 0;
+    if (json_gone || html_gone) sync_folder_of(journal_path_);
+    if (::rename(tmp.c_str(), journal_path_.c_str()) != 0) err = errno;
+  }
+  if (err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("cannot write {}: {}", journal_path_, std::strerror(err)));
+  }
+  sync_folder_of(journal_path_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  size_ = static_cast<long long>(text.size());
+}
+
+bool ReportJournalFile::name_lost() const noexcept {
+  struct stat held, named;
+  if (::fstat(fd_, &held) != 0) return false;  // nothing to compare: go on with the descriptor
+  return held.st_nlink == 0 || ::lstat(journal_path_.c_str(), &named) != 0 ||
+         named.st_ino != held.st_ino || named.st_dev != held.st_dev;
+}
+
+std::string ReportJournalFile::read_back() const {
+  std::string text(static_cast<std::size_t>(size_), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::pread(fd_, text.data() + got, text.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(fmt::format("cannot read back {} to write it again: {}", journal_path_,
+                              n < 0 ? std::strerror(errno) : "it is shorter than written"));
+    got += static_cast<std::size_t>(n);
+  }
+  return text;
+}
+
 void ReportJournalFile::append(const std::string& header, const std::string& line) {
+  if (fd_ >= 0 && name_lost()) {
+    // The journal, or the whole folder, was removed while the run went on (rm -rf of the report
+    // folder): every later epoch would go to a file nobody can open. Its lines are still on the
+    // descriptor: they go into a new journal at the name, in a folder made again if need be.
+    const std::string so_far = read_back();
+    const std::string folder = folder_of(journal_path_);
+    if (std::string why = fs::make_directories(folder); !why.empty())
+      throw Error(
+          fmt::format("{} was removed while the run went on, and its folder cannot be "
+                      "made again: {}; the report is written at the session's end",
+                      journal_path_, why));
+    create(so_far + line);
+    warn("the report journal ", journal_path_,
+         " was removed while the run went on (its folder deleted?); it is written again, "
+         "every epoch so far in it");
+    return;
+  }
   if (fd_ < 0) {
-    std::string tmp;
-    const int fd = create_new_file(journal_path_ + ".tmp.", tmp);
-    if (fd < 0)
-      throw Error(fmt::format(
-          "cannot create {}: {}; make the report folder writable or choose another with "
-          "Options::report_dir or FATHOM_REPORT_DIR",
-          tmp, std::strerror(errno)));
-    const std::string first = header + line;
-    int err = write_all(fd, first);
-    if (!err && ::fdatasync(fd) != 0) err = errno;
-    if (!err && ::rename(tmp.c_str(), journal_path_.c_str()) != 0) err = errno;
-    if (err) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(fmt::format("cannot write {}: {}", journal_path_, std::strerror(err)));
-    }
-    sync_folder_of(journal_path_);
-    fd_ = fd;
-    size_ = static_cast<long long>(first.size());
-    // This run's report is the journal now; a document of the same name is an earlier run's.
-    ::unlink(json_path_.c_str());
-    ::unlink(html_path_.c_str());
+    create(header + line);
     return;
   }
   int err = write_all(fd_, line);
@@ -88,6 +138,16 @@ void ReportJournalFile::append(const std::string& header, const std::string& lin
 }
 
 void ReportJournalFile::finish(const std::string& json, const std::string& html) {
+  // A folder removed after the last epoch's line: the run's whole report is still in hand.
+  if (const std::string folder = folder_of(json_path_); !fs::is_directory(folder)) {
+    if (std::string why = fs::make_directories(folder); !why.empty())
+      throw Error(
+          fmt::format("cannot write {}: its folder was removed and cannot be made "
+                      "again: {}",
+                      json_path_, why));
+    warn("the report folder ", folder,
+         " was removed while the run went on; it is made again for the report");
+  }
   write_file_atomically(json_path_, json);
   // The document has every epoch now: the journal would only say it twice.
   if (fd_ >= 0) {

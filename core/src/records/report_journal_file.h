@@ -18,16 +18,26 @@ class ReportJournalFile {
   // Appends one epoch's line and syncs it to disk. The first call creates the journal with header
   // as its first line, as a new file renamed into place (never written through a planted link),
   // and removes a `<run>.json` and `<run>.html` an earlier run of the same name left, so that no
-  // reader takes them for this run's. Throws fathom::Error naming the file; a failed append leaves
-  // the journal as it was (the partial line is cut off).
+  // reader takes them for this run's (removed before the journal appears: a kill between the two
+  // never leaves this run's journal beside the last run's document). A journal whose name was
+  // removed since (rm -rf of the report folder) is noticed here, warned about, and written again
+  // with every line so far, its folder made again. Throws fathom::Error naming the file; a failed
+  // append leaves the journal as it was (the partial line is cut off).
   void append(const std::string& header, const std::string& line);
-  // Writes the whole run as `<run>.json` and `<run>.html` (each atomically), then removes the
-  // journal: the document holds everything it held. Throws fathom::Error naming the file.
+  // Writes the whole run as `<run>.json` and `<run>.html` (each atomically, the folder made again
+  // if it was removed), then removes the journal: the document holds everything it held. Throws
+  // fathom::Error naming the file.
   void finish(const std::string& json, const std::string& html);
 
   const std::string& journal_path() const noexcept { return journal_path_; }
 
  private:
+  // Writes text as a new journal renamed into place (after removing an earlier run's document),
+  // and appends to it from then on.
+  void create(const std::string& text);
+  bool name_lost() const noexcept;  // the journal's name no longer leads to fd_
+  std::string read_back() const;    // the complete lines written to fd_
+
   std::string json_path_, journal_path_, html_path_;
   int fd_ = -1;
   long long size_ = 0;  // bytes of complete lines in the journal

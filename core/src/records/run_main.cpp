@@ -4,17 +4,32 @@
 #include <cstdio>
 #include <exception>
 
+#include "records/terminal_text.h"
+
 namespace fathom::detail {
+namespace {
+
+// The message escaped (its paths and values are the user's, and may hold escape sequences), or
+// as it is when there is no memory to escape it.
+void print_error(const char* prefix, const char* what) noexcept {
+  try {
+    std::fprintf(stderr, "%s%s\n", prefix, terminal_safe(what).c_str());
+  } catch (...) {
+    std::fprintf(stderr, "%s%s\n", prefix, what);
+  }
+}
+
+}  // namespace
 
 int run_guarded(const std::function<int()>& body) noexcept {
   // stdio, not iostream: the message must get out even when the error was a failed allocation.
   try {
     return body();
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());  // fathom's messages start with "fathom: "
+    print_error("", e.what());  // fathom's messages start with "fathom: "
     return kExitFathomError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    print_error("error: ", e.what());
     return kExitOtherError;
   } catch (...) {
     std::fprintf(stderr, "error: an exception that is not a std::exception left main\n");

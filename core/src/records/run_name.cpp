@@ -4,10 +4,15 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <ctime>
+
+#include "records/terminal_text.h"
 
 namespace fathom::detail {
 namespace {
@@ -18,6 +23,19 @@ constexpr const char* kAccepted =
 
 std::string lock_path(const std::string& folder, const std::string& name) {
   return fmt::format("{}/.{}.lock", folder, name);
+}
+
+constexpr int kRandomNameAttempts = 8;
+
+// 32 random bits as 8 hex digits: a name suffix no other run picks by counting.
+std::string random_hex() {
+  std::uint32_t bits = 0;
+  if (::getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits)) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    bits = static_cast<std::uint32_t>(ts.tv_nsec) ^ (static_cast<std::uint32_t>(::getpid()) << 12);
+  }
+  return fmt::format("{:08x}", bits);
 }
 
 long pid_in(int fd) noexcept {
@@ -42,16 +60,20 @@ void check_run_name(std::string_view name, std::string_view source) {
     if (why.empty() && (static_cast<unsigned char>(c) < 0x20 || c == 0x7F))
       why = "it holds a control character";
   if (why.empty()) return;
-  // The name itself may be long or hold control characters: show its start, escaped by fmt.
-  throw Error(fmt::format("{}={:?} is not a valid run name ({}); {}", source, name.substr(0, 64),
+  // The name itself may be long or hold control characters: its start, escaped.
+  throw Error(fmt::format("{}='{}' is not a valid run name ({}); {}", source, echoed_value(name),
                           why, kAccepted));
 }
 
 RunNameLock::RunNameLock(const std::string& folder, const std::string& base) noexcept
     : folder_(folder), name_(base) {
   try {
-    for (int n = 1; n <= 100; ++n) {
-      const std::string name = n == 1 ? base : fmt::format("{}-{}", base, n);
+    // base, base-2 ... base-100, then a name nobody can hold yet: a sweep of more workers than
+    // that with one FATHOM_RUN_NAME must not end with two live runs writing one report.
+    for (int n = 1; n <= 100 + kRandomNameAttempts; ++n) {
+      const std::string name = n == 1     ? base
+                               : n <= 100 ? fmt::format("{}-{}", base, n)
+                                          : fmt::format("{}-{}", base, random_hex());
       const Claim c = try_lock(name);
       if (c == Claim::Taken) continue;
       // Unavailable: no lock can be made here (a read-only folder); the run goes on unlocked.
@@ -66,7 +88,9 @@ RunNameLock::RunNameLock(const std::string& folder, const std::string& base) noe
 RunNameLock::Claim RunNameLock::try_lock(const std::string& name) {
   const std::string path = lock_path(folder_, name);
   for (int attempt = 0; attempt < 4; ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    // O_NONBLOCK: a FIFO planted at the name must not hold the run at its start.
+    const int fd =
+        ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) {
       // A link or another user's file at the lock's name: that name is not ours to use.
       return errno == EACCES || errno == ELOOP || errno == EPERM ? Claim::Taken
@@ -84,6 +108,13 @@ RunNameLock::Claim RunNameLock::try_lock(const std::string& name) {
         held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
       ::close(fd);
       continue;
+    }
+    // Only a file that is this lock and nothing else is written: a hard link planted at the
+    // name (another name of someone's file), another user's world-writable file or anything but
+    // a plain file is not ours to empty, and the name is not ours to use.
+    if (held.st_nlink != 1 || !S_ISREG(held.st_mode) || held.st_uid != ::geteuid()) {
+      ::close(fd);
+      return Claim::Taken;
     }
     // The pid is for people reading the folder (and the message of a run that finds it taken).
     const std::string pid = std::to_string(::getpid()) + "\n";

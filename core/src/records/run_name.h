@@ -9,7 +9,7 @@
 namespace fathom::detail {
 
 // The longest run name: a file name holds 255 bytes, and fathom adds up to 64 (".rank<N>",
-// ".job.json", ".tmp.<pid>.<random>").
+// ".job.json", ".tmp.<host>.<pid>.<random>", "-<random>" when 100 runs hold the name).
 inline constexpr std::size_t kMaxRunNameBytes = 255 - 64;
 
 // Throws fathom::Error naming where the name came from and the names accepted: not empty, not
@@ -20,8 +20,10 @@ void check_run_name(std::string_view name, std::string_view source);
 // long as it lives, so that a second live run with the same name finds it taken.
 class RunNameLock {
  public:
-  // Claims base, or base-2, base-3, ... when a live run holds it. Never throws: a folder where no
-  // lock can be made is left unlocked (held() false), as before there were locks.
+  // Claims base, or base-2, base-3, ... base-100 when live runs hold them, then base-<8 random
+  // hex digits>. Never throws: a folder where no lock can be made is left unlocked (held()
+  // false), as before there were locks. A lock file is written (its pid) only when it is a plain
+  // file of this user with no other name: a hard link planted at the name makes it taken.
   RunNameLock(const std::string& folder, const std::string& base) noexcept;
   ~RunNameLock();  // removes the lock file
   RunNameLock(const RunNameLock&) = delete;

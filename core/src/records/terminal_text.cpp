@@ -1,6 +1,9 @@
 #include "records/terminal_text.h"
 
 #include <fmt/format.h>
+#include <linux/limits.h>
+
+#include <algorithm>
 
 namespace fathom::detail {
 
@@ -40,5 +43,25 @@ std::string terminal_safe(std::string_view text) {
   }
   return out;
 }
+
+std::string echoed_value(std::string_view value, std::size_t max_bytes) {
+  std::size_t cut = std::min(value.size(), max_bytes);
+  // Back to the start of a character: half of one would read as a stray byte.
+  while (cut > 0 && cut < value.size() && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80)
+    --cut;
+  std::string out;
+  for (char c : terminal_safe(value.substr(0, cut))) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else
+      out += c;
+  }
+  if (cut < value.size()) fmt::format_to(std::back_inserter(out), "... ({} bytes)", value.size());
+  return out;
+}
+
+std::string printed_path(std::string_view path) { return echoed_value(path, PATH_MAX); }
 
 }  // namespace fathom::detail

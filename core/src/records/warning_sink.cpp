@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "records/status_line.h"
+#include "records/terminal_text.h"
 
 namespace fathom::detail {
 namespace {
@@ -44,9 +45,12 @@ WarningHandler route(Sink& s) {
 // The only write to standard error in fathom's libraries.
 void say(const WarningHandler& handler, const std::string& whole) {
   // A caught fathom::Error's text starts with the prefix the sink adds itself.
-  std::string_view line = whole;
+  std::string_view rest = whole;
   constexpr std::string_view kPrefix = "fathom: ";
-  if (line.substr(0, kPrefix.size()) == kPrefix) line.remove_prefix(kPrefix.size());
+  if (rest.substr(0, kPrefix.size()) == kPrefix) rest.remove_prefix(kPrefix.size());
+  // Warnings name paths, run names and kernel names fathom did not choose: one escape in them
+  // could rewrite the user's terminal.
+  const std::string line = terminal_safe(rest);
   if (handler) {
     handler(line);
     return;

@@ -15,6 +15,9 @@ namespace {
 using nlohmann::json;
 
 json nsight_json(const NsightExportInfo& i) {
+  json range_names = json::array();
+  for (const auto& r : i.range_names)
+    range_names.push_back({{"name", r.name}, {"count", r.count}, {"total_ns", r.total_ns}});
   return {{"nsys_version", i.nsys_version},
           {"rows", i.rows},
           {"skipped_rows", i.skipped_rows},
@@ -23,7 +26,10 @@ json nsight_json(const NsightExportInfo& i) {
           {"op_ranges", i.op_ranges},
           {"other_domain_ranges", i.other_domain_ranges},
           {"devices", i.devices},
-          {"device_table", i.device_table}};
+          {"device_table", i.device_table},
+          {"kernel_table", i.kernel_table},
+          {"nvtx_ranges", i.nvtx_ranges},
+          {"range_names", range_names}};
 }
 
 NsightExportInfo nsight_from(const json& j) {
@@ -37,6 +43,13 @@ NsightExportInfo nsight_from(const json& j) {
   i.other_domain_ranges = detail::json_integer<std::int64_t>(j.at("other_domain_ranges"));
   for (const json& d : j.at("devices")) i.devices.push_back(detail::json_integer<std::int32_t>(d));
   i.device_table = j.at("device_table").get<bool>();
+  // Added later: absent in older analyses, which measured kernels whenever they had any.
+  i.kernel_table = j.value("kernel_table", true);
+  i.nvtx_ranges = detail::json_integer<std::int64_t>(j.value("nvtx_ranges", json(0)));
+  for (const json& r : j.value("range_names", json::array()))
+    i.range_names.push_back({r.at("name").get<std::string>(),
+                             detail::json_integer<std::int64_t>(r.at("count")),
+                             detail::json_integer<std::int64_t>(r.at("total_ns"))});
   return i;
 }
 

@@ -235,12 +235,15 @@ json transfers_json(const TransferResult& r) {
                           {"sync_bytes", d.sync_bytes},
                           {"async_count", d.async_count},
                           {"async_bytes", d.async_bytes},
+                          {"unknown_call_count", d.unknown_call_count},
+                          {"unknown_call_bytes", d.unknown_call_bytes},
                           {"gb_per_s", opt(d.gb_per_s)},
                           {"share_of_peak", opt(d.share_of_peak)}});
   for (const auto& w : r.rows)
     rows.push_back({{"direction", std::string(memcpy_kind_name(w.direction))},
                     {"host_memory", std::string(memory_kind_name(w.host_memory))},
                     {"async", w.async},
+                    {"async_known", w.async_known},
                     {"count", w.count},
                     {"bytes", w.bytes},
                     {"total_ns", w.total_ns},
@@ -294,6 +297,8 @@ TransferResult transfers_from(const json& j) {
     get(d, "sync_bytes", x.sync_bytes);
     get(d, "async_count", x.async_count);
     get(d, "async_bytes", x.async_bytes);
+    get_if(d, "unknown_call_count", x.unknown_call_count);
+    get_if(d, "unknown_call_bytes", x.unknown_call_bytes);
     get(d, "gb_per_s", x.gb_per_s);
     get(d, "share_of_peak", x.share_of_peak);
     r.directions.push_back(x);
@@ -303,6 +308,7 @@ TransferResult transfers_from(const json& j) {
     x.direction = memcpy_kind_from(w.at("direction"));
     x.host_memory = memory_kind_from(w.at("host_memory"));
     get(w, "async", x.async);
+    get_if(w, "async_known", x.async_known);
     get(w, "count", x.count);
     get(w, "bytes", x.bytes);
     get(w, "total_ns", x.total_ns);

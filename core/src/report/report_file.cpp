@@ -17,7 +17,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 std::string read_all(const std::string& path) {
   // Regular files only, and at most a report's size: /dev/zero is an error, not an allocation
   // until the process dies.
-  detail::InputFile in(path, detail::kMaxReportBytes);
+  detail::InputFile in(path, detail::kMaxReportBytes, detail::Content::Json);
   return in.read_all();
 }
 

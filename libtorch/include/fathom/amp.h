@@ -90,8 +90,9 @@ class AmpOptions {
 };
 
 // Sets the session's mixed-precision options; call it before the first epoch (it restarts the
-// Auto policy). Throws fathom::Error on options no step could use (tolerance < 0, a dtype
-// autocast does not take). Does nothing when fathom is off.
+// Auto policy). Throws fathom::Error on options no step could use (a tolerance below 0, NaN or
+// infinite, negative warm-up or watch steps, a dtype autocast does not take), also when fathom
+// is off; otherwise does nothing then.
 void configure_amp(Session& session, const AmpOptions& options);
 
 // The session's GradScaler while fp16 runs (nullptr otherwise): to save its state in a checkpoint.

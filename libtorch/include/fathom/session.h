@@ -21,6 +21,11 @@
 // range and keeps what was measured. Phases follow each other: give each its braces. A phase
 // opened while another is open is said in a warning with that fix (and the report lists
 // "separate phase times" as not measured), since its time is then counted in both.
+//
+// Misuse never crashes and never drops an epoch silently: an epoch opened inside an open epoch,
+// or a step inside an open step, is ignored with a warning (its steps, or its phases, count in
+// the open one); a scope that outlives its Session (a unique_ptr<Session> reset inside the loop)
+// ends as a no-op, said in a warning when the Session ends.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <fathom/options.h>
@@ -71,7 +76,7 @@ class [[nodiscard]] PhaseScope {
  private:
   friend class StepScope;
   PhaseScope(detail::SessionState* state, Phase phase) noexcept;
-  detail::SessionState* state_;  // null when fathom is off
+  detail::SessionState* state_;  // null when fathom is off, or once its Session ended
   Phase phase_;
   std::int64_t begin_ns_ = 0;
   int exceptions_at_begin_ = 0;
@@ -118,6 +123,7 @@ class [[nodiscard]] StepScope {
   std::int64_t samples_ = 0;
   int exceptions_at_begin_ = 0;
   bool failed_ = false;
+  bool opened_ = false;  // began a step (false: inside another step, or fathom off)
 };
 
 // One epoch. Its end appends the epoch to the report (also when an exception ends it), without
@@ -127,8 +133,9 @@ class [[nodiscard]] EpochScope {
   ~EpochScope();
   FATHOM_STACK_ONLY(EpochScope);
 
-  // samples: the batch size, for throughput.
-  StepScope step(std::int64_t samples = 0) noexcept { return StepScope(state_, samples); }
+  // samples: the batch size, for throughput. Throws fathom::Error when it is negative or above
+  // kMaxStepSamples (fathom/records.h).
+  StepScope step(std::int64_t samples = 0);
 
   // Counts the epoch as ended by an exception even if none leaves it (see PhaseScope::fail).
   void fail() noexcept { failed_ = true; }
@@ -140,6 +147,7 @@ class [[nodiscard]] EpochScope {
   detail::SessionState* state_;
   int exceptions_at_begin_ = 0;
   bool failed_ = false;
+  bool opened_ = false;  // began an epoch (false: inside another epoch, or fathom off)
 };
 
 // A module's range, for blocks the user calls by hand (ModuleList items, custom blocks).
@@ -154,6 +162,7 @@ class [[nodiscard]] ModuleScope {
  private:
   bool pushed_ = false;
   detail::TraceExtension* traced_ = nullptr;  // the trace file's range, ended with this scope
+  detail::SessionState* state_ = nullptr;     // traced_'s owner; null once it ended
 };
 
 #undef FATHOM_STACK_ONLY

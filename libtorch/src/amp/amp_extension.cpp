@@ -8,6 +8,7 @@
 #include <fathom/session.h>
 #include <torch/optim/optimizer.h>
 
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <unordered_map>
@@ -48,21 +49,6 @@ AmpExtension::AmpExtension(Mode mode, std::optional<c10::Device> device)
 }
 
 void AmpExtension::configure(const AmpOptions& options) {
-  if (options.auto_options().tolerance < 0)
-    throw Error(
-        "AmpOptions tolerance must be >= 0 (0.1 allows the loss 10 % above the fp32 trend), got " +
-        std::to_string(options.auto_options().tolerance));
-  const double sig = options.auto_options().significance;
-  if (!(sig > 0 && sig < 1))
-    throw Error(
-        "AmpOptions significance must be in (0, 1) (0.01: the watch rolls back at a "
-        "one-sided p below 1 %), got " +
-        std::to_string(sig));
-  if (options.dtype() && *options.dtype() != c10::ScalarType::BFloat16 &&
-      *options.dtype() != c10::ScalarType::Half)
-    throw Error(std::string("AmpOptions dtype must be torch::kBFloat16 or torch::kHalf, got ") +
-                c10::toString(*options.dtype()));
-  GradScaler check(options.scaler());  // throws on bad scaler options now rather than at enable
   options_ = options;
   policy_ = AutoAmpPolicy(options.auto_options());
   device_type_.reset();
@@ -411,7 +397,39 @@ void StepScope::unscale(torch::optim::Optimizer& optimizer) {
   if (detail::AmpExtension* amp = amp_of(state_)) amp->unscale(optimizer);
 }
 
+namespace {
+
+// Options no step could use, refused whether or not fathom is on (a script that works with
+// FATHOM_MODE=off must not fail with it on). Each test is written so that NaN fails it.
+void check_amp_options(const AmpOptions& options) {
+  const AutoAmpOptions& a = options.auto_options();
+  if (!(a.tolerance >= 0 && std::isfinite(a.tolerance)))
+    throw Error(
+        "AmpOptions tolerance must be a finite number >= 0 (0.1 allows the loss 10 % above the "
+        "fp32 trend), got " +
+        std::to_string(a.tolerance));
+  if (a.warmup_steps < 0 || a.watch_steps < 0)
+    throw Error(std::string("AmpOptions ") +
+                (a.warmup_steps < 0 ? "warmup_steps" : "watch_steps") +
+                " must be >= 0 (fathom warms up at least 3 steps and watches at least 1), got " +
+                std::to_string(a.warmup_steps < 0 ? a.warmup_steps : a.watch_steps));
+  const double sig = a.significance;
+  if (!(sig > 0 && sig < 1))
+    throw Error(
+        "AmpOptions significance must be in (0, 1) (0.01: the watch rolls back at a "
+        "one-sided p below 1 %), got " +
+        std::to_string(sig));
+  if (options.dtype() && *options.dtype() != c10::ScalarType::BFloat16 &&
+      *options.dtype() != c10::ScalarType::Half)
+    throw Error(std::string("AmpOptions dtype must be torch::kBFloat16 or torch::kHalf, got ") +
+                c10::toString(*options.dtype()));
+  GradScaler check(options.scaler());  // throws on bad scaler options now rather than at enable
+}
+
+}  // namespace
+
 void configure_amp(Session& session, const AmpOptions& options) {
+  check_amp_options(options);
   if (detail::AmpExtension* amp = amp_of(detail::SessionAccess::state(session)))
     amp->configure(options);
 }

@@ -16,6 +16,7 @@
 #include "distributed/distributed_extension.h"
 #include "distributed/summary_exchange.h"
 #include "records/atomic_file.h"
+#include "records/terminal_text.h"
 #include "records/warning_sink.h"
 #include "session/session_access.h"
 #include "session/session_state.h"
@@ -145,7 +146,7 @@ class DistributedExtension final : public SessionExtension {
       // Standard error, as the session's own report (report_printer.cpp).
       std::fflush(stdout);
       std::fwrite(text.data(), 1, text.size(), stderr);
-      std::fprintf(stderr, "  job report: %s\n\n", job_path_.c_str());
+      std::fprintf(stderr, "  job report: %s\n\n", detail::printed_path(job_path_).c_str());
       std::fflush(stderr);
     }
   }

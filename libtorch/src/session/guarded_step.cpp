@@ -15,6 +15,7 @@ namespace fathom {
 int guarded_step(EpochScope& epoch, std::int64_t samples,
                  const std::function<void(StepScope&)>& body, torch::optim::Optimizer* optimizer) {
   using detail::CheckpointExtension;
+  check_step_samples(samples);  // here, not in the retry loop: a bad count is no failed step
   // The epoch's own session, whichever others exist or have scopes open.
   detail::SessionState* state = detail::SessionAccess::state(epoch);
   CheckpointExtension* ext = state ? state->extensions().checkpoint : nullptr;

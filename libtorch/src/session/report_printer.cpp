@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "records/status_line.h"
+#include "records/terminal_text.h"
 #include "records/warning_sink.h"
 
 namespace fathom::detail {
@@ -30,11 +31,13 @@ void ReportPrinter::emit(std::string_view text) {
 void ReportPrinter::epoch_ended(const RunReport& report, const std::string& where) noexcept {
   if (mode_ == Print::Off || report.epochs.empty()) return;
   try {
+    // The report's own text is escaped where it is made; where names the user's folder, which
+    // may hold an escape sequence too.
     if (mode_ == Print::Full) {
-      emit(format_terminal_report(report) + where);
+      emit(format_terminal_report(report) + terminal_safe(where));
       return;
     }
-    emit(format_terminal_summary(report, -1, said_) + where +
+    emit(format_terminal_summary(report, -1, said_) + terminal_safe(where) +
          "  the full report: FATHOM_PRINT=full, or at the end of the run\n");
   } catch (const std::exception& e) {
     detail::warn("terminal report failed: ", e.what());
@@ -44,7 +47,8 @@ void ReportPrinter::epoch_ended(const RunReport& report, const std::string& wher
 void ReportPrinter::session_ended(const RunReport& report, const std::string& where) noexcept {
   if (mode_ == Print::Off || report.epochs.empty()) return;
   try {
-    emit(mode_ == Print::Summary ? format_terminal_report(report) + where : where);
+    emit(mode_ == Print::Summary ? format_terminal_report(report) + terminal_safe(where)
+                                 : terminal_safe(where));
   } catch (const std::exception& e) {
     detail::warn("terminal report failed: ", e.what());
   }

@@ -33,8 +33,11 @@ using detail::SessionState;
 
 // --- PhaseScope -------------------------------------------------------------------------------
 
+// Every scope registers where it keeps its state (SessionState::hold): a Session that ends first
+// sets it to null, and the scope's end is then a no-op.
+
 PhaseScope::PhaseScope(SessionState* state, Phase phase) noexcept : state_(state), phase_(phase) {
-  if (!state_) return;
+  if (!state_ || !state_->hold(&state_, "phase")) return;
   exceptions_at_begin_ = std::uncaught_exceptions();
   device_slot_ = state_->begin_phase(phase_);
   begin_ns_ = now_ns();
@@ -44,14 +47,21 @@ PhaseScope::~PhaseScope() {
   if (!state_) return;
   state_->end_phase(phase_, begin_ns_, device_slot_,
                     failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
+  state_->release(&state_);
 }
 
 // --- StepScope --------------------------------------------------------------------------------
 
 StepScope::StepScope(SessionState* state, std::int64_t samples) noexcept : state_(state) {
-  if (!state_) return;
+  if (!state_ || !state_->hold(&state_, "step")) return;
   exceptions_at_begin_ = std::uncaught_exceptions();
   samples_ = samples;
+  // A step inside a step: ignored (warned), so the open one keeps its phases and its count.
+  if (state_->step_open()) {
+    state_->nested_scope("step");
+    return;
+  }
+  opened_ = true;
   SessionState::push_current(state_);
   state_->begin_step();
   begin_ns_ = now_ns();
@@ -59,9 +69,12 @@ StepScope::StepScope(SessionState* state, std::int64_t samples) noexcept : state
 
 StepScope::~StepScope() {
   if (!state_) return;
-  state_->end_step(begin_ns_, samples_,
-                   failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
-  SessionState::pop_current(state_);
+  if (opened_) {
+    state_->end_step(begin_ns_, samples_,
+                     failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
+    SessionState::pop_current(state_);
+  }
+  state_->release(&state_);
 }
 
 at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool non_blocking) {
@@ -83,8 +96,15 @@ at::Tensor StepScope::to_device(const at::Tensor& t, c10::Device device, bool no
 // --- EpochScope -------------------------------------------------------------------------------
 
 EpochScope::EpochScope(SessionState* state) noexcept : state_(state) {
-  if (!state_) return;
+  if (!state_ || !state_->hold(&state_, "epoch")) return;
   exceptions_at_begin_ = std::uncaught_exceptions();
+  // An epoch inside an epoch: ignored (warned); its steps count in the open one, which a second
+  // begin_epoch would have thrown away.
+  if (state_->epoch_open()) {
+    state_->nested_scope("epoch");
+    return;
+  }
+  opened_ = true;
   // Module ranges and fathom::forward inside this epoch (on this thread) reach this session.
   SessionState::push_current(state_);
   state_->begin_epoch();
@@ -92,8 +112,16 @@ EpochScope::EpochScope(SessionState* state) noexcept : state_(state) {
 
 EpochScope::~EpochScope() {
   if (!state_) return;
-  state_->end_epoch(failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
-  SessionState::pop_current(state_);
+  if (opened_) {
+    state_->end_epoch(failed_ || std::uncaught_exceptions() > exceptions_at_begin_);
+    SessionState::pop_current(state_);
+  }
+  state_->release(&state_);
+}
+
+StepScope EpochScope::step(std::int64_t samples) {
+  check_step_samples(samples);
+  return StepScope(state_, samples);
 }
 
 // --- ModuleScope ------------------------------------------------------------------------------
@@ -117,7 +145,8 @@ ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
       }
     }
   }
-  if (trace) {
+  if (trace && s->hold(&state_, "module")) {
+    state_ = s;
     try {
       trace->module_begin(watched ? watched->label : module.name());
       traced_ = trace;
@@ -138,14 +167,20 @@ ModuleScope::ModuleScope(std::string_view name) noexcept {
       detail::swallowed("session/session.cpp");
     }
   }
-  if (detail::TraceExtension* trace = s->extensions().trace) {
+  if (detail::TraceExtension* trace = s->extensions().trace; trace && s->hold(&state_, "module")) {
+    state_ = s;
     trace->module_begin(name);
     traced_ = trace;
   }
 }
 
 ModuleScope::~ModuleScope() {
-  if (traced_) traced_->module_end();
+  // The trace is its session's: gone with it when the session ended first. The NVTX range is
+  // the process's, and is popped either way.
+  if (state_) {
+    if (traced_) traced_->module_end();
+    state_->release(&state_);
+  }
   if (pushed_) nvtx::pop();
 }
 

@@ -104,6 +104,7 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device,
            "callback (no cost); run under Nsight Systems (nsys profile --trace=nvtx,cuda ...)",
            UnmeasuredId::OpRanges});
   }
+  holders_.reserve(16);  // epoch, step, phase and a few traced modules: no allocation per scope
   epoch_name_ = nvtx::register_name("epoch");
   step_name_ = nvtx::register_name("step");
   data_gap_name_ = nvtx::register_name("data");
@@ -140,7 +141,78 @@ void SessionState::claim_report_name() {
                "; this run writes ", report_path_, " instead");
 }
 
-SessionState::~SessionState() { finish_report(); }
+SessionState::~SessionState() {
+  release_scopes();
+  finish_report();
+}
+
+bool SessionState::hold(SessionState** holder, const char* what) noexcept {
+  try {
+    holders_.push_back({holder, what});
+    return true;
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp: a scope's registration");
+    *holder = nullptr;
+    return false;
+  }
+}
+
+void SessionState::release(SessionState** holder) noexcept {
+  // Scopes end innermost first: the search ends at the first entry but for Python's, driven by
+  // hand.
+  for (auto it = holders_.rbegin(); it != holders_.rend(); ++it) {
+    if (it->state == holder) {
+      holders_.erase(std::next(it).base());
+      return;
+    }
+  }
+}
+
+void SessionState::release_scopes() noexcept {
+  std::erase(current_sessions, this);  // this thread's: module scopes must not find it
+  if (holders_.empty()) return;
+  try {
+    std::string kinds;
+    for (const Holder& h : holders_)
+      if (kinds.find(h.what) == std::string::npos)
+        kinds += (kinds.empty() ? "" : ", ") + std::string(h.what);
+    detail::warn(
+        "the Session ended while its ", kinds, " scope(s) were still open (a Session destroyed "
+        "inside the loop, e.g. a std::unique_ptr<Session> reset there): they end without effect",
+        epoch_ ? ", and epoch " + std::to_string(epoch_index_) + ", still open, is not in the report"
+               : std::string(),
+        "; let the Session outlive its scopes (declare it before them)");
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp: the open scopes' warning");
+  }
+  for (const Holder& h : holders_) *h.state = nullptr;
+  holders_.clear();
+  // The ranges those scopes would have ended, so that Nsight Systems' stack stays balanced.
+  if (phase_ranges()) {
+    for (std::size_t i = 0; i < open_phases_.size(); ++i) nvtx::pop();
+    if (step_open_) nvtx::pop();
+    if (epoch_) {
+      if (data_gap_range_) nvtx::end(*data_gap_range_);
+      nvtx::pop();
+    }
+  }
+}
+
+void SessionState::nested_scope(const char* what) noexcept {
+  try {
+    const bool epoch = std::string_view(what) == "epoch";
+    detail::warn(
+        epoch ? "an " : "a ", what, " scope opened inside ",
+        epoch ? "epoch " + std::to_string(epoch_index_) : "step " + std::to_string(step_index_),
+        ", which is still open: it is ignored, and ", epoch ? "its steps" : "its phases",
+        " count in the open one. A scope ends where its block ends; give each ", what,
+        " braces of its own: ",
+        epoch ? "for (...) { auto e = session.epoch(); ... }"
+              : "for (...) { auto step = e.step(n); ... }");
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp");
+  }
+}
 
 void SessionState::begin_epoch() noexcept {
   forward_order(extensions_, [&](SessionExtension& e) { e.on_epoch_begin(epoch_index_); });
@@ -207,6 +279,7 @@ void SessionState::end_epoch(bool by_exception) noexcept {
     detail::warn("epoch ", epoch_index_, " could not be summarized: ", e.what());
   }
   epoch_.reset();
+  step_open_ = false;  // a step scope still open (Python's, ended by hand) belongs to no epoch
   ++epoch_index_;
   // An exception may be on its way out of the program, past every destructor (std::terminate):
   // its epoch is waited onto the disk, the rest go without waiting.
@@ -309,6 +382,7 @@ void SessionState::write_report(bool ended, bool wait) noexcept {
 
 void SessionState::begin_step() noexcept {
   if (!epoch_) return;
+  step_open_ = true;
   const std::int64_t now = now_ns();
   if (data_gap_range_) {
     nvtx::end(*data_gap_range_);
@@ -330,6 +404,7 @@ void SessionState::begin_step() noexcept {
 }
 
 void SessionState::end_step(std::int64_t begin_ns, std::int64_t samples, bool failed) noexcept {
+  step_open_ = false;
   if (!epoch_) return;
   const std::int64_t now = now_ns();
   if (phase_ranges()) {

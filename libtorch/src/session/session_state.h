@@ -48,6 +48,17 @@ class SessionState {
 
   void begin_epoch() noexcept;
   void end_epoch(bool by_exception) noexcept;
+  bool epoch_open() const noexcept { return epoch_.has_value(); }
+  bool step_open() const noexcept { return step_open_; }
+  // An epoch scope inside an open epoch, or a step inside an open step: the warning that it is
+  // ignored, with the fix (the scopes do the ignoring).
+  void nested_scope(const char* what) noexcept;
+  // A scope keeps its state at *holder (what: "epoch", "step", "phase", "module") from hold to
+  // release. The state's end sets every held pointer to null, so a scope that outlives its session
+  // ends as a no-op instead of reading freed memory. hold returns false, and nulls *holder, when
+  // there is no memory to register it: that scope then does nothing.
+  bool hold(SessionState** holder, const char* what) noexcept;
+  void release(SessionState** holder) noexcept;
   void begin_step() noexcept;
   void end_step(std::int64_t begin_ns, std::int64_t samples, bool failed) noexcept;
   int begin_phase(Phase p) noexcept;  // returns the device slot
@@ -115,6 +126,7 @@ class SessionState {
   bool post_epoch_line(const EpochSummary& summary) noexcept;  // false: not queued (warned)
   void finish_report() noexcept;
   void overlapping_phase(Phase p) noexcept;  // the warning and report note for a nested phase
+  void release_scopes() noexcept;            // at the end: the scopes still open become no-ops
 
   // First member: the session's warnings go where its options say from the first line of the
   // constructor until every extension is gone.
@@ -152,6 +164,13 @@ class SessionState {
   bool alarmed_creep_ = false;
   // The phases open now, innermost last: a second one opened is the misuse begin_phase names.
   std::vector<Phase> open_phases_;
+  bool step_open_ = false;
+  // The scopes holding this state (hold), innermost last.
+  struct Holder {
+    SessionState** state;
+    const char* what;
+  };
+  std::vector<Holder> holders_;
   bool said_overlap_ = false;
   std::int64_t epoch_index_ = 0;
   std::int64_t step_index_ = 0;

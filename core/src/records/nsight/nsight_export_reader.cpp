@@ -5,6 +5,7 @@
 #include <fathom/replay.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +17,7 @@
 
 #include "records/activity_batches.h"
 #include "records/annotation_roles.h"
+#include "records/file_system.h"
 #include "records/kernel_name.h"
 #include "records/nsight/nsight_schema.h"
 #include "records/nsight/op_range_text.h"
@@ -37,6 +39,7 @@ constexpr std::array<std::string_view, kSources> kSourceNoun{
 
 enum class Skip : std::uint8_t { EndBeforeStart, TimeOutOfRange, NoString, NeverEnded, BadValue };
 constexpr std::size_t kSkips = 5;
+constexpr std::int64_t kMaxDevices = 1 << 16;  // CUDA device numbers are small and never negative
 constexpr std::array<std::string_view, kSkips> kSkipWhy{
     "end before start", "timestamp out of range (negative, or past 2^62 ns)",
     "name references no string", "never ended", "value out of range"};
@@ -64,7 +67,7 @@ class Reader {
  public:
   Reader(const std::string& path, const std::function<void(GpuActivity&&)>& sink,
          const NsightReadOptions& options)
-      : db_(path), sink_(sink), options_(options) {}
+      : db_(path, options.budget), sink_(sink), options_(options) {}
 
   NsightExportInfo run() {
     check_is_export();
@@ -77,6 +80,7 @@ class Reader {
     merge();
     flush();
     finish_info();
+    finish_range_names();
     return std::move(info_);
   }
 
@@ -92,6 +96,7 @@ class Reader {
       has_[t] = here;
     }
     has_[detail::kNvtxTable] = db_.has_table(detail::kNvtxTable);
+    info_.kernel_table = has_[detail::kKernelTable];
     if (!db_.has_table(detail::kStringTable) || !any)
       throw Error(fmt::format(
           "{} is a SQLite database but not an Nsight Systems export (it has no StringIds table, "
@@ -124,7 +129,10 @@ class Reader {
   void find_devices() {
     std::vector<std::string> parts;
     for (std::string_view t : {detail::kKernelTable, detail::kMemcpyTable, detail::kMemsetTable})
-      if (has(t)) parts.push_back(fmt::format("SELECT DISTINCT deviceId FROM {}", t));
+      if (has(t))  // a row on no real device (deviceId -3) is skipped and counted when read
+        parts.push_back(fmt::format(
+            "SELECT DISTINCT deviceId FROM {} WHERE deviceId >= 0 AND deviceId < {}", t,
+            kMaxDevices));
     if (parts.empty()) return;
     SqliteQuery q(db_, fmt::format("SELECT DISTINCT deviceId FROM ({}) ORDER BY deviceId",
                                    fmt::join(parts, " UNION ")));
@@ -205,12 +213,15 @@ class Reader {
       const TableColumns c(db_, detail::kSyncTable);
       sync_types_ = std::make_unique<EnumTable>(db_, "ENUM_CUPTI_SYNC_TYPE",
                                                 "the synchronizations' syncType");
+      // A synchronization is the host's: it goes with the process that waited. Its deviceId is
+      // not the device waited for (exports write 0 for every rank's), so it decides only where
+      // the export has no globalPid.
       add_cursor(Source::Sync,
                  fmt::format("SELECT start, {}, {}, {}, {}, {} FROM {}{} ORDER BY "
                              "start",
                              c.required("end"), c.required("streamId"), c.optional("correlationId"),
                              c.optional("globalPid"), c.required("syncType"), detail::kSyncTable,
-                             device_filter()));
+                             c.has("globalPid") ? host_filter("globalPid") : device_filter()));
     }
     if (has(detail::kKernelTable)) {
       const TableColumns c(db_, detail::kKernelTable);
@@ -382,9 +393,11 @@ class Reader {
       const std::optional<std::int64_t> payload = q.optional_integer(7);
       take_fathom_range(static_cast<nvtx::Kind>(q.integer(6)), text, payload, thread, start, *end);
     } else if (domain == 0) {
+      count_range_name(text, *end - start);
       take_default_range(text, thread, start, *end);
     } else {
       ++info_.other_domain_ranges;
+      count_range_name(text, *end - start);
     }
   }
 
@@ -430,6 +443,31 @@ class Reader {
       add_annotation(m.role == AnnotationRole::Step ? text : base, thread, start, end, m.role,
                      m.phase, false);
     if (auto op = detail::parse_op_range_text(text)) add_op(std::move(*op), thread, start, end);
+  }
+
+  // The ranges' name table: emit_nvtx's sequence numbers and shapes are cut, so one op is one
+  // row; the distinct names are bounded (the rest share one row).
+  void count_range_name(std::string_view text, std::int64_t ns) {
+    ++info_.nvtx_ranges;
+    std::string_view name = detail::op_range_base_name(text);
+    auto it = range_names_.find(name);
+    if (it == range_names_.end()) {
+      if (range_names_.size() >= NsightExportInfo::kMaxRangeNames) name = "(other)";
+      it = range_names_.try_emplace(std::string(name)).first;
+    }
+    ++it->second.count;
+    it->second.total_ns += ns;
+  }
+
+  void finish_range_names() {
+    for (auto& [name, r] : range_names_) {
+      r.name = name;
+      info_.range_names.push_back(std::move(r));
+    }
+    std::sort(info_.range_names.begin(), info_.range_names.end(),
+              [](const NsightExportInfo::RangeName& a, const NsightExportInfo::RangeName& b) {
+                return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+              });
   }
 
   void add_annotation(std::string_view name, std::uint64_t thread, std::int64_t start,
@@ -513,7 +551,7 @@ class Reader {
   }
 
   bool device_ok(Source s, std::int64_t device) {
-    return (device >= 0 && device < (1 << 16)) || skip(s, Skip::BadValue);
+    return (device >= 0 && device < kMaxDevices) || skip(s, Skip::BadValue);
   }
 
   // The columns every GPU table's query starts with (start, end, deviceId, streamId,
@@ -564,8 +602,11 @@ class Reader {
     m.kind = kind ? detail::memcpy_kind_from_enum(*kind) : MemcpyKind::Unknown;
     m.src = memory_kind(q, 8);
     m.dst = memory_kind(q, 9);
+    // Without its launching call the copy's API is not known: it stays unknown, never "sync".
+    m.async_known = false;
     if (auto it = copy_calls_.find(m.correlation_id); it != copy_calls_.end()) {
       m.async = it->second;
+      m.async_known = true;
       copy_calls_.erase(it);
     }
     batch_.memcpys.push_back(m);
@@ -597,6 +638,11 @@ class Reader {
   NsightExportInfo info_;
   std::unordered_map<std::string_view, bool> has_;
   std::unordered_map<std::int64_t, std::string> strings_;
+  struct NameHash : std::hash<std::string_view> {
+    using is_transparent = void;
+  };
+  std::unordered_map<std::string, NsightExportInfo::RangeName, NameHash, std::equal_to<>>
+      range_names_;
   std::vector<std::int64_t> processes_;  // of options_.device
   std::vector<std::int64_t> fathom_domains_;
   std::unique_ptr<EnumTable> sync_types_, copy_kinds_, memory_kinds_;
@@ -612,12 +658,24 @@ class Reader {
 }  // namespace
 
 bool is_sqlite_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  // Checked before anything can wait on it: `fathom analyze FIFO` hung in the open.
+  std::string why;
+  const int fd = fs::open_regular_file(path, why);
+  if (fd < 0) throw Error(why);
   char head[16] = {};
-  const std::size_t n = std::fread(head, 1, sizeof head, f);
-  std::fclose(f);
-  return n == sizeof head && std::memcmp(head, "SQLite format 3", 16) == 0;
+  const ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
+  if (n == sizeof head && std::memcmp(head, "SQLite format 3", 16) == 0) return true;
+  // A file named as an export is one or an error: read as a trace it would be "not valid JSON",
+  // which sends its owner looking in the wrong place.
+  const std::string_view name(path);
+  for (std::string_view suffix : {".sqlite", ".sqlite3", ".db"})
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix)
+      throw Error(fmt::format(
+          "{} is not an Nsight Systems export: {}, not a SQLite database; give the file `nsys "
+          "export --type sqlite REPORT.nsys-rep` writes (it starts with \"SQLite format 3\")",
+          path, n == 0 ? "it is empty" : "its first bytes are not SQLite's header"));
+  return false;
 }
 
 NsightExportInfo read_nsight_export(const std::string& path,

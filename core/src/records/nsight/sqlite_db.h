@@ -2,7 +2,17 @@
 // A read-only SQLite database and its prepared statements, for the Nsight Systems export reader.
 // RAII over libsqlite3's handles; every failure is a fathom::Error that names the file, what was
 // being done, and SQLite's own message (not a database, malformed or truncated, locked).
+//
+// One rule for what a read may spend (NsightReadBudget): only real tables are read (a view or a
+// virtual table computes rows the file does not hold), every value is cut at value_bytes
+// (SQLITE_LIMIT_LENGTH), a progress handler ends a read past its time, steps past the row budget
+// are refused, and temporary files (sorts that spill) are counted by a VFS of this handle's own
+// and refused past temp_bytes, so the temp folder cannot fill.
+#include <fathom/replay.h>
+
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,11 +27,13 @@ class SqliteDb {
  public:
   // Opens read-only; never creates the file. Throws fathom::Error when it cannot be opened or
   // is not a SQLite database.
-  explicit SqliteDb(const std::string& path);
+  explicit SqliteDb(const std::string& path, const NsightReadBudget& budget = {});
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 
+  // True for a table; false when there is none. A view or virtual table of that name is refused
+  // (fathom::Error): its rows are computed, not stored, and could be endless.
   bool has_table(std::string_view table) const;
   // The table's column names (empty when there is no such table).
   std::unordered_set<std::string> columns(std::string_view table) const;
@@ -29,10 +41,22 @@ class SqliteDb {
   sqlite3* handle() const noexcept { return db_; }
   // "cannot read PATH (doing): SQLite's message"; thrown by the reader and statements.
   [[noreturn]] void fail(std::string_view doing) const;
+  // Counts one row against the budget; throws fathom::Error past it.
+  void count_row() const;
+
+  struct TempVfs;  // sqlite_db.cpp
 
  private:
+  void close() noexcept;
+
   std::string path_;
+  NsightReadBudget budget_;
   sqlite3* db_ = nullptr;
+  std::unique_ptr<TempVfs> vfs_;
+  mutable std::int64_t rows_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+  bool out_of_time_ = false;
+  static int on_progress(void* self) noexcept;  // SQLite's progress handler
 };
 
 // One prepared query, stepped row by row: memory stays one row, whatever the table's size.

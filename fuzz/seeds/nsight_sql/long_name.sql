@@ -1,0 +1,1 @@
+UPDATE StringIds SET value = hex(randomblob(1500000)) WHERE id = 1000;

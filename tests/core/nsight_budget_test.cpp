@@ -1,0 +1,112 @@
+// What reading an Nsight export may spend (NsightReadBudget, issue 25): only real tables are read,
+// and rows, time, the longest value and SQLite's temporary files each have a budget; past one the
+// read ends with a fathom::Error that says which, instead of growing memory, disk or time.
+#include <fathom/error.h>
+#include <fathom/replay.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "nsight_export_builder.h"
+
+namespace fathom {
+namespace {
+
+using testing::global_tid;
+using testing::NsightExportBuilder;
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("fathom_nsight_budget_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+std::string error_of(const std::string& path, const NsightReadBudget& budget = {}) {
+  NsightReadOptions o;
+  o.budget = budget;
+  try {
+    read_nsight_export(path, [](GpuActivity&&) {}, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// An export of `kernels` kernel rows whose starts are out of order, so that the reader's ORDER BY
+// sorts them (and spills to temporary files past SQLite's 8 MiB cache).
+std::string write_many_kernels(const std::string& name, std::int64_t kernels) {
+  const std::string path = temp_path(name);
+  NsightExportBuilder b(path);
+  const std::int64_t n = b.string("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN");
+  b.exec("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT (x * 7919) % " + std::to_string(kernels) +
+         " * 1000, (x * 7919) % " + std::to_string(kernels) +
+         " * 1000 + 500, 0, 1, 7, x, 16777216, " + std::to_string(n) + ", " + std::to_string(n) +
+         ", 1, 1, 1, 128, 1, 1, NULL FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+         "FROM c WHERE x < " + std::to_string(kernels) + ") SELECT x FROM c)");
+  return path;
+}
+
+TEST(NsightBudget, AViewInPlaceOfATableIsRefused) {
+  const std::string path = temp_path("view.sqlite");
+  {
+    NsightExportBuilder b(path);
+    b.kernel(1000, 2000, 0, 7, 1, 100, "k");
+    // Finite here; a recursive one would never end.
+    b.exec("CREATE TABLE names AS SELECT * FROM StringIds; DROP TABLE StringIds; "
+           "CREATE VIEW StringIds AS SELECT id, value FROM names;");
+  }
+  const std::string e = error_of(path);
+  EXPECT_NE(e.find("StringIds is a view, not a table"), std::string::npos) << e;
+  std::filesystem::remove(path);
+}
+
+TEST(NsightBudget, RowsPastTheBudgetAreRefused) {
+  const std::string path = write_many_kernels("rows.sqlite", 100);
+  EXPECT_EQ(error_of(path), "");
+  NsightReadBudget budget;
+  budget.rows = 50;
+  const std::string e = error_of(path, budget);
+  EXPECT_NE(e.find("more than 50 rows"), std::string::npos) << e;
+  std::filesystem::remove(path);
+}
+
+TEST(NsightBudget, AReadPastItsTimeIsInterrupted) {
+  const std::string path = write_many_kernels("time.sqlite", 20000);
+  NsightReadBudget budget;
+  budget.milliseconds = 0;
+  const std::string e = error_of(path, budget);
+  EXPECT_NE(e.find("took longer than 0 s"), std::string::npos) << e;
+  std::filesystem::remove(path);
+}
+
+TEST(NsightBudget, AValueLongerThanTheBudgetIsRefused) {
+  const std::string path = temp_path("long_value.sqlite");
+  {
+    NsightExportBuilder b(path);
+    b.kernel(1000, 2000, 0, 7, 1, 100, "k");
+    b.exec("INSERT INTO StringIds VALUES (7, CAST(zeroblob(3 << 20) AS TEXT))");
+  }
+  NsightReadBudget budget;
+  budget.value_bytes = 1 << 20;
+  const std::string e = error_of(path, budget);
+  EXPECT_NE(e.find("longer than 1 MiB"), std::string::npos) << e;
+  EXPECT_EQ(error_of(path), "") << "the default budget holds a 3 MiB value";
+  std::filesystem::remove(path);
+}
+
+TEST(NsightBudget, TemporaryFilesPastTheBudgetAreRefused) {
+  // 300,000 rows of the kernel query sort to about 20 MiB: past the cache, into temporary files.
+  const std::string path = write_many_kernels("temp.sqlite", 300000);
+  NsightReadBudget budget;
+  budget.temp_bytes = 1 << 20;
+  const std::string e = error_of(path, budget);
+  EXPECT_NE(e.find("more than 1 MiB of temporary files"), std::string::npos) << e;
+  std::int64_t kernels = 0;
+  read_nsight_export(path, [&](GpuActivity&& b) { kernels += std::ssize(b.kernels); });
+  EXPECT_EQ(kernels, 300000) << "the default budget sorts it";
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace fathom
