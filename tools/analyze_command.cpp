@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "advise/export_analysis.h"
-#include "aggregate/gpu_aggregator.h"
+#include "analyze/gpu_pipeline.h"
 #include "analyze/transfer_analysis.h"
 #include "commands.h"
 #include "records/command_output.h"
@@ -138,7 +138,7 @@ int run_analyze(const AnalyzeArgs& a) {
   options.source = replay ? "fathom activity file" : "PyTorch profiler trace";
   options.link = link;
   // A row per step (ProfilerStep#N in a PyTorch trace), as for an Nsight export.
-  const GpuSummary summary = summarize_gpu(aggregate(activity, std::size_t{1} << 16), options);
+  const GpuSummary summary = summarize_activity(activity, options, std::size_t{1} << 16);
   std::cout << fmt::format("fathom analyze | {}\n", a.path) << format_gpu_summary_text(summary);
   if (!a.chrome_trace_out.empty()) {
     // The records themselves, for ui.perfetto.dev: one GPU track per stream, the host's steps

@@ -252,6 +252,32 @@ TEST_F(CoexistenceTest, AFailureDuringAProfileLeavesItsKindsEnabled) {
   profiled_kernels_after_fathom(3);
 }
 
+// Issue 23, 4(e): records CUPTI dropped while a profile collects are the profile's to count:
+// fathom, standing aside, neither reads (which resets) nor takes them as its own.
+TEST_F(CoexistenceTest, DropsDuringAProfileAreLeftToTheProfile) {
+  auto c = start();
+  ASSERT_TRUE(c->collecting());
+  synced_step(*c, 1);
+  ASSERT_TRUE(kineto->init());
+  kineto->prepare();
+  kineto->start();
+  profiled_step(*c, 1);
+  ASSERT_EQ(c->state(), CuptiState::StandingAside);
+  const std::int64_t fathoms = c->dropped_records();
+  KinetoLookalike::decline_requests(true);
+  cupti->wait_gpu();
+  cupti->api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // the profile's own flush
+  profiled_step(*c, 3);  // no buffer for these: CUPTI drops and counts them
+  cupti->wait_gpu();
+  KinetoLookalike::decline_requests(false);
+  EXPECT_EQ(c->dropped_records(), fathoms) << "the profile's drops counted as fathom's";
+  std::size_t left = 0;
+  ASSERT_EQ(cupti->api.activity_get_num_dropped_records(reinterpret_cast<CUcontext>(1), 7, &left),
+            CUPTI_SUCCESS);
+  EXPECT_GT(left, 0u) << "fathom read (and reset) the profile's dropped-record count";
+  kineto->stop();
+}
+
 // Finding 1: when everyone is done, nothing is left recording for nobody.
 TEST_F(CoexistenceTest, NothingIsLeftEnabledWhenEveryoneIsDone) {
   auto c = start();

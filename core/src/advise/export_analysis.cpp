@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "advise/advisor.h"
-#include "aggregate/gpu_aggregator.h"
 #include "analyze/cross_device_union.h"
+#include "analyze/gpu_pipeline.h"
 
 namespace fathom {
 namespace {
@@ -58,7 +58,7 @@ GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
                     std::pair<std::int64_t, std::int64_t>* window = nullptr) {
   AggregatorLimits limits;
   limits.step_rows = step_rows ? kStepRows : 0;
-  GpuAggregator agg(limits);
+  GpuPipeline pipeline(limits);
   NsightReadOptions read;
   read.device = device;
   read.budget = budget;
@@ -67,10 +67,10 @@ GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
       [&](GpuActivity&& b) {
         tally.add(b);
         if (union_of) union_of->add(b);
-        agg.add(b);
+        pipeline.add(b);
       },
       read);
-  const GpuAggregate a = agg.snapshot();
+  const GpuAggregate a = pipeline.aggregate();
   if (window) *window = {a.window_begin_ns, a.window_end_ns};
   GpuSummary g = summarize_gpu(a, options);
   if (!info.kernel_table) g.not_measured.push_back(kernels_not_measured());

@@ -180,6 +180,8 @@ struct GpuAggregator::Impl {
   // are carried; the oldest past it are forgotten, counted in forgotten_launches.
   std::int64_t latest_launch = kNever;
   std::int64_t forgotten_launches = 0;
+  std::size_t carried_last = 0;         // launches the last generation change carried
+  std::array<std::size_t, 2> unpaid{};  // per generation slot: its launches not yet paid
   // An eighth of the host limit each for carried launches and for the records kept around them,
   // counted in the new generation's share (half the limit): held records stay under the limit.
   std::size_t carry_limit() const noexcept {
@@ -275,7 +277,8 @@ struct GpuAggregator::Impl {
   // The innermost eligible op on thread that was running at t.
   static OpInstance* op_at(const Lookup& l, std::uint64_t thread, std::int64_t t);
 
-  Launch* find_launch(std::uint64_t correlation);
+  // The launch and the generation slot that holds it.
+  std::pair<Launch*, std::size_t> find_launch(std::uint64_t correlation);
 
   OpInstance* find_op(std::uint64_t external_id);
 

@@ -67,12 +67,12 @@ OpInstance* GpuAggregator::Impl::op_at(const Lookup& l, std::uint64_t thread, st
   return nullptr;
 }
 
-Launch* GpuAggregator::Impl::find_launch(std::uint64_t correlation) {
-  if (correlation == 0) return nullptr;
+std::pair<Launch*, std::size_t> GpuAggregator::Impl::find_launch(std::uint64_t correlation) {
+  if (correlation == 0) return {nullptr, 0};
   for (std::size_t g : {cur(), prev()}) {
-    if (Launch* l = launches[g].find(correlation)) return l;
+    if (Launch* l = launches[g].find(correlation)) return {l, g};
   }
-  return nullptr;
+  return {nullptr, 0};
 }
 
 OpInstance* GpuAggregator::Impl::find_op(std::uint64_t external_id) {
@@ -85,8 +85,11 @@ OpInstance* GpuAggregator::Impl::find_op(std::uint64_t external_id) {
 }
 
 void GpuAggregator::Impl::attribute(HeldGpu& h, const Lookup& l) {
-  Launch* launch = find_launch(h.correlation);
-  if (launch) launch->paid = true;
+  const auto [launch, slot] = find_launch(h.correlation);
+  if (launch && !launch->paid) {
+    launch->paid = true;
+    --unpaid[slot];
+  }
   const std::uint64_t external_id = h.external_id ? h.external_id
                                     : launch      ? launch->external_id
                                                   : 0;
@@ -245,6 +248,7 @@ void GpuAggregator::Impl::fold(const OpInstance& op) {
 
 std::vector<std::pair<std::uint64_t, Launch>> GpuAggregator::Impl::owed_launches(std::size_t g) {
   std::vector<std::pair<std::uint64_t, Launch>> owed;
+  if (unpaid[g] == 0) return owed;  // the common case: every launch has its GPU record
   launches[g].for_each([&](std::uint64_t id, const Launch& l) {
     if (!l.paid) owed.emplace_back(id, l);
   });
@@ -266,10 +270,14 @@ void GpuAggregator::Impl::next_generation() {
   std::int64_t horizon =
       latest_launch == kNever ? std::numeric_limits<std::int64_t>::max() : latest_launch;
   for (const auto& [id, l] : owed) horizon = std::min(horizon, l.start);
-  // The other generation's owed launches (carried there last time) hold their ranges too.
-  launches[prev()].for_each([&](std::uint64_t, const Launch& l) {
-    if (!l.paid) horizon = std::min(horizon, l.start);
-  });
+  // The launches carried into the other generation last time hold their ranges too (its own
+  // ones fall in its own ranges, which the two-generation rule keeps).
+  if (carried_last > 0) {
+    launches[prev()].for_each([&](std::uint64_t, const Launch& l) {
+      if (!l.paid) horizon = std::min(horizon, l.start);
+    });
+  }
+  carried_last = owed.size();
   const std::uint32_t keep_from = generation - 1;
   // A launch whose record never comes (CUPTI dropped it) must not hold the host records without
   // bound: past carry_limit() of them, the old generations' ranges, syncs and ops go.
@@ -280,6 +288,7 @@ void GpuAggregator::Impl::next_generation() {
   if (beyond > carry_limit()) horizon = std::numeric_limits<std::int64_t>::max();
   launches[g].clear();
   for (const auto& [id, l] : owed) launches[g].assign(id, l);
+  unpaid[g] = owed.size();
   std::vector<OpInstance> kept;
   for (const OpInstance& op : op_instances[g]) {
     if (op.end >= horizon) {

@@ -175,8 +175,10 @@ void GpuAggregator::Impl::add_runtime(const RuntimeCallRecord& r) {
   note_time(r.start_ns, r.end_ns);
   // Only a call that launches GPU work is owed a GPU record: the others are not kept.
   if (r.correlation_id != 0 && runtime_launches[id]) {
-    launches[cur()].assign(r.correlation_id,
-                           Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)});
+    // A repeated id replaces its launch (CUPTI's ids are unique: not counted again).
+    if (launches[cur()].assign(r.correlation_id,
+                               Launch{r.start_ns, r.thread, r.external_id, phase_index(r.phase)}))
+      ++unpaid[cur()];
     latest_launch = std::max(latest_launch, r.start_ns);
   }
   if (runtime_blocks[id]) host_syncs.push_back({r.start_ns, r.end_ns, generation});

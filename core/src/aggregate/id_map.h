@@ -14,16 +14,19 @@ namespace fathom::aggregation {
 template <typename V>
 class IdMap {
  public:
-  // Inserts or overwrites. Throws std::bad_alloc only while the array grows.
-  void assign(std::uint64_t id, const V& value) {
+  // Inserts or overwrites; true when id was not there. Throws std::bad_alloc only while the
+  // array grows.
+  bool assign(std::uint64_t id, const V& value) {
     if (2 * (size_ + 1) > slots_.size()) grow();
     Slot& s = probe(slots_, id, stamp_);
-    if (s.stamp != stamp_) {
+    const bool inserted = s.stamp != stamp_;
+    if (inserted) {
       s.stamp = stamp_;
       s.id = id;
       ++size_;
     }
     s.value = value;
+    return inserted;
   }
 
   const V* find(std::uint64_t id) const noexcept {

@@ -4,6 +4,7 @@
 
 #include "aggregate/gpu_aggregator.h"
 #include "analyze/activity_replay.h"
+#include "analyze/gpu_pipeline.h"
 #include "records/activity_file.h"
 
 namespace fathom {
@@ -14,7 +15,12 @@ GpuActivity load_trace(const std::string& path) {
 }
 
 GpuSummary analyze_activity(const GpuActivity& activity, const GpuSummaryOptions& options) {
-  return summarize_gpu(aggregate(activity), options);
+  return summarize_activity(activity, options);
+}
+
+GpuSummary summarize_activity(const GpuActivity& activity, const GpuSummaryOptions& options,
+                              std::size_t step_rows) {
+  return summarize_gpu(aggregate(activity, step_rows), options);
 }
 
 void replay_activity(const std::string& path, GpuAggregator& into) {

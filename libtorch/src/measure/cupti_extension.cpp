@@ -40,7 +40,7 @@ KnownClient torch_profiler_client() {
 
 CuptiExtension::CuptiExtension(const Options& options, std::optional<DeviceProperties> device,
                                Environment& env, Starter start, CuptiDeviceHooks hooks)
-    : aggregator_(std::make_unique<GpuAggregator>()),
+    : aggregator_(std::make_unique<GpuPipeline>()),
       device_(std::move(device)),
       hooks_(std::move(hooks)),
       record_shapes_(options.record_shapes()) {
@@ -183,7 +183,7 @@ void CuptiExtension::on_step_end(std::int64_t step, bool) noexcept {
   if (!collector_ || !collector_->live()) return;
   collector_->flush(/*force=*/false);
   follow_collector();
-  if (aggregator_) aggregator_->flush();
+  if (aggregator_) aggregator_->step_end();
 }
 
 void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) noexcept {
@@ -201,17 +201,16 @@ void CuptiExtension::on_epoch_measured(EpochSummary& epoch, Environment& env) no
   report_changes(env);
   if (!aggregator_) return;
   try {
-    GpuAggregate a = aggregator_->snapshot();
     GpuSummaryOptions o;
     o.source = "cupti";
-    GpuSummary s = summarize_gpu(a, o);
+    GpuSummary s = aggregator_->summary(o);
     last_summary_ = s;
     epoch.gpu = std::move(s);
   } catch (const std::exception& e) {
     detail::warn("GPU activity of epoch ", epoch_, " could not be summarized: ", e.what());
   }
   try {
-    aggregator_ = std::make_unique<GpuAggregator>();
+    aggregator_ = std::make_unique<GpuPipeline>();
   } catch (...) {
     aggregator_.reset();
   }

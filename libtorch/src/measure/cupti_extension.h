@@ -2,7 +2,7 @@
 // CUPTI collection for a session: starts the collector when a CUDA device is present and
 // Options::cupti() is on, tags the work each phase and eligible op launches (external
 // correlation), flushes at step ends without waiting and at the epoch end (once the device is
-// synchronized) completely, and feeds the batches to a GpuAggregator whose GPU summary is built
+// synchronized) completely, and feeds the batches to the GpuPipeline whose GPU summary is built
 // at each epoch end. torch.profiler is a client the collector asks before every phase: while it
 // profiles, fathom stands aside, and the report says from which step to which GPU data is
 // missing. When CUPTI is absent, busy with another tool or fails, the report says why and the
@@ -18,7 +18,7 @@
 #include <optional>
 #include <vector>
 
-#include "aggregate/gpu_aggregator.h"
+#include "analyze/gpu_pipeline.h"
 #include "collect/cupti/cupti_collector.h"
 #include "records/activity_file.h"
 #include "session/op_correlation.h"
@@ -71,7 +71,7 @@ class CuptiExtension final : public SessionExtension {
 
   std::unique_ptr<CuptiCollector> collector_;
   std::unique_ptr<OpCorrelation> ops_;
-  std::unique_ptr<GpuAggregator> aggregator_;
+  std::unique_ptr<GpuPipeline> aggregator_;
   std::unique_ptr<ActivityFileWriter> recorder_;  // Options::record_activity, when set
   GpuActivity unrecorded_annotations_;            // written once a step, not at every phase end
   std::vector<Unmeasured> own_notes_;             // what failed here, for report_changes

@@ -11,7 +11,8 @@ namespace fathom::testing {
 namespace {
 
 KinetoLookalike* g_instance = nullptr;
-std::mutex g_mutex;  // Kineto's mutex_: taken in its buffer callbacks, never around CUPTI calls
+std::mutex g_mutex;      // Kineto's mutex_: taken in its buffer callbacks, never around CUPTI calls
+bool g_decline = false;  // under g_mutex
 
 constexpr std::size_t kBufferBytes = 4 << 20;
 
@@ -108,8 +109,19 @@ void KinetoLookalike::pop_op() {
   cupti_.api.activity_pop_external_correlation_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
+void KinetoLookalike::decline_requests(bool on) {
+  std::lock_guard lock(g_mutex);
+  g_decline = on;
+}
+
 void KinetoLookalike::on_request(std::uint8_t** buffer, std::size_t* size, std::size_t* max) {
   std::lock_guard lock(g_mutex);
+  if (g_decline) {
+    *buffer = nullptr;
+    *size = 0;
+    *max = 0;
+    return;
+  }
   *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   *size = kBufferBytes;
   *max = 0;

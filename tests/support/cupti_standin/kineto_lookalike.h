@@ -38,6 +38,9 @@ class KinetoLookalike {
   void stop();
   // What torch.profiler's isActive() answers: from prepare() to the end of stop().
   bool active() const { return active_; }
+  // Declines CUPTI's buffer requests from now on (out of memory): CUPTI drops those records and
+  // counts them per queue, for this client to read.
+  static void decline_requests(bool on);
   void push_op(std::uint64_t id);
   void pop_op();
 

@@ -64,7 +64,9 @@ struct CuptiCollector::Impl {
   bool known_holder(const std::string& holder) const;
   cupti::ClockSample sample() const;
   void calibrate();
-  void collect_completed();
+  // own_queues: CUPTI's dropped-record counts are fathom's to read (and so reset): not while
+  // another client collects, whose counts they are (issue 23, 4e).
+  void collect_completed(bool own_queues = true);
   // Attributes and hands the pending records to the sink. settled: after a forced flush of a
   // synchronized device, so correlations still owed never will be paid (CorrelationTable).
   void deliver(bool settled = false);

@@ -26,7 +26,7 @@ void append(std::vector<T>& to, std::vector<T>& from) {
 
 // Parses what CUPTI gave back: on the calling thread, with no fathom lock held across a CUPTI
 // call (the parser calls cuptiActivityGetNextRecord and cuptiGetCallbackName).
-void CuptiCollector::Impl::collect_completed() {
+void CuptiCollector::Impl::collect_completed(bool own_queues) {
   if (!owner) return;
   std::vector<cupti::CompletedBuffer> done = owner->take_completed();
   CUptiResult error = CUPTI_SUCCESS;
@@ -83,6 +83,7 @@ void CuptiCollector::Impl::collect_completed() {
   std::int64_t cupti_dropped = 0;
   std::set<std::pair<CUcontext, std::uint32_t>> qs = queues;
   qs.emplace(nullptr, 0);  // the global queue, also when none of its buffers came back
+  if (!own_queues) qs.clear();
   for (const auto& [context, stream] : qs) {
     std::size_t n = 0;
     if (FATHOM_CUPTI(api, activity_get_num_dropped_records, context, stream, &n) == CUPTI_SUCCESS)

@@ -368,7 +368,7 @@ void CuptiCollector::flush(bool force) noexcept {
       r = FATHOM_CUPTI(c.api, activity_flush_all,
                        force ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
     }
-    c.collect_completed();
+    c.collect_completed(touch);
     // The epoch end's forced flush follows a device synchronization: what is still owed then
     // was never launched under fathom's ids, or was lost (counted by CUPTI).
     c.deliver(force && touch && r == CUPTI_SUCCESS);
@@ -450,7 +450,7 @@ void CuptiCollector::stop() noexcept {
       FATHOM_CUPTI(c.api, activity_flush_all, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
     // Standing aside: CUPTI is another client's; its kinds and buffers stay as they are.
-    c.collect_completed();
+    c.collect_completed(s == CuptiState::Collecting);
     if (c.owner) cupti::BufferRegistry::get().disarm(c.owner.get());
     c.deliver();
   } catch (...) {
