@@ -68,6 +68,8 @@ configure_and_build() {
 
 # fathom's Python package (python/), built by scikit-build-core against the .venv's torch into
 # $BUILD/python and installed into the .venv. Skipped while nothing it is built from changed.
+# It links the engine configure_and_build made ($BUILD, FATHOM_ENGINE_DIR): the engine compiles
+# once per machine, and the package's own build is its bindings.
 ensure_python_package() {
   local stamp="$BUILD/python/.installed"
   if [[ -f "$stamp" ]] && "$VENV/bin/python" -c 'import fathom' 2>/dev/null &&
@@ -84,7 +86,8 @@ ensure_python_package() {
   mkdir -p "$BUILD/python"
   CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/pip" install -q --disable-pip-version-check \
     --no-build-isolation --no-deps -C build-dir="$BUILD/python" \
-    -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache "$ROOT/python"
+    -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache -C cmake.define.FATHOM_ENGINE_DIR="$BUILD" \
+    "$ROOT/python"
   touch "$stamp"
 }
 

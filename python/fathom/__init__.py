@@ -66,6 +66,7 @@ class Session:
                              trace_file=None if trace_file is None else str(trace_file),
                              progress=progress, print=print)
         self._hooks = []
+        self._epochs = []  # the report's ended epochs, each read once (see report)
 
     # -- the loop ------------------------------------------------------------------------------
     def epoch(self):
@@ -75,7 +76,10 @@ class Session:
     def watch(self, model):
         """Opens an NVTX range around the forward of `model` and of each of its submodules,
         named like the C++ ranges: "ResNet" for the root, "layer1.0.conv1 (Conv2d)" below it.
+        Its parameters and gradients go into the report's memory footprint, as in C++.
         Returns the model. The hooks go when the session closes."""
+        if self._c.active:
+            self._c.watch_parameters(id(model), type(model).__name__, list(model.parameters()))
         if not self._c.active or self._c.nvtx not in ("modules", "ops"):
             return model
         for name, module in model.named_modules():
@@ -144,8 +148,15 @@ class Session:
 
     @property
     def report(self):
-        """The report so far (every ended epoch) as a dict, schema docs/report-schema.md."""
-        return _json.loads(self._c.report_json())
+        """The report so far (every ended epoch) as a dict, schema docs/report-schema.md. Each
+        ended epoch is read from the session once, so a read costs the epochs ended since the
+        last one, not the run; the dicts of earlier epochs are the same objects at every read."""
+        doc = _json.loads(self._c.report_head_json())
+        epochs = self._epochs
+        for i in range(len(epochs), self._c.epoch_count()):
+            epochs.append(_json.loads(self._c.epoch_json(i))["epoch"])
+        doc["epochs"] = list(epochs)
+        return doc
 
     def terminal_report(self, epoch=-1):
         """The terminal summary of one epoch (the last one by default); "" before the first."""

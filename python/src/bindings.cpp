@@ -120,6 +120,24 @@ class PySession {
   std::string report_json() const {
     return format_json_report(session_ ? session_->report() : closed_report_);
   }
+  // The run without its epochs, and one ended epoch, as JSON: Python's Session.report reads
+  // each epoch once instead of the whole run at every read (issue 24).
+  std::string report_head_json() const {
+    const RunReport& r = run_report();
+    RunReport head;
+    head.schema_version = r.schema_version;
+    head.run_name = r.run_name;
+    head.environment = r.environment;
+    return format_json_report(head);
+  }
+  std::size_t epoch_count() const { return run_report().epochs.size(); }
+  std::string epoch_json(std::size_t i) const {
+    const RunReport& r = run_report();
+    if (i >= r.epochs.size())
+      throw Error("epoch " + std::to_string(i) + " has not ended; " +
+                  std::to_string(r.epochs.size()) + " have");
+    return format_journal_epoch(r.epochs[i], r.environment);
+  }
   std::string terminal_report(int epoch) const {
     const RunReport& r = session_ ? session_->report() : closed_report_;
     return r.epochs.empty() ? std::string() : format_terminal_report(r, epoch);
@@ -138,6 +156,8 @@ class PySession {
     py::gil_scoped_release release;
     session_.reset();
   }
+
+  const RunReport& run_report() const { return session_ ? session_->report() : closed_report_; }
 
   bool open_epoch = false;
   bool open_step = false;
@@ -463,12 +483,24 @@ PYBIND11_MODULE(_C, m) {
                              [](const PySession& s) { return s.options().report_dir(); })
       .def_property_readonly("report_path", &PySession::report_path)
       .def("report_json", &PySession::report_json)
+      .def("report_head_json", &PySession::report_head_json)
+      .def("epoch_count", &PySession::epoch_count)
+      .def("epoch_json", &PySession::epoch_json, py::arg("index"))
       .def("flush_report",
            [](PySession& s) {
              py::gil_scoped_release release;  // waits for the report writer's disk
              if (Session* session = s.session()) session->flush_report();
            })
-      .def("terminal_report", &PySession::terminal_report, py::arg("epoch") = -1);
+      .def("terminal_report", &PySession::terminal_report, py::arg("epoch") = -1)
+      // A Python model's parameters for the footprint (key: id(model)).
+      .def(
+          "watch_parameters",
+          [](PySession& s, std::uintptr_t key, const std::string& name,
+             const std::vector<at::Tensor>& parameters) {
+            if (Session* session = s.session())
+              session->watch_parameters(reinterpret_cast<const void*>(key), name, parameters);
+          },
+          py::arg("key"), py::arg("name"), py::arg("parameters"));
 
   py::class_<ModuleRange>(m, "ModuleRange")
       .def(py::init<const std::string&>(), py::arg("label"))

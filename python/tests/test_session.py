@@ -229,3 +229,22 @@ def test_to_device_records_host_to_device_copies_gpu(report_dir):
         ("host_to_device", False, False, 1024 * 256 * 4),
         ("host_to_device", True, True, 1024 * 256 * 4),
     }
+
+
+def test_the_report_reads_each_epoch_once_and_sizes_a_python_model(report_dir, tiny_model):
+    # Issue 24: session.report serialized the whole run at every read, and a watched Python model
+    # had footprint and hardware_fit null with no reason.
+    with fathom.Session(report_dir=report_dir, run_name="twice", print_report=False) as session:
+        session.watch(tiny_model)
+        train(session, tiny_model, epochs=2, steps=2)
+        first, second = session.report, session.report
+        assert first["epochs"][0] is second["epochs"][0]  # read once, not serialized again
+        session.flush_report()
+        assert fathom.read_report(report_dir / "twice.jsonl") == first
+        footprint = first["epochs"][-1]["footprint"]
+        assert footprint["parameter_count"] == sum(p.numel() for p in tiny_model.parameters())
+        assert footprint["gradient_bytes"] > 0
+        # Python's forward runs where fathom sees no saved tensors: said, not zero.
+        assert footprint["activation_bytes"] is None
+        assert footprint["activation_bytes_why"]
+        assert first["epochs"][-1]["hardware_fit"] is not None

@@ -64,10 +64,27 @@ TEST(Doctor, NoDriverIsAProblemWithItsFix) {
   EXPECT_EQ(check(r, "NVML")->status, CheckStatus::Problem);
   EXPECT_EQ(check(r, "GPUs")->status, CheckStatus::Problem);
   EXPECT_EQ(check(r, "CUPTI permission")->status, CheckStatus::Warning);
-  EXPECT_EQ(check(r, "CUDA runtime")->status, CheckStatus::Ok);
+  // Issue 24: the runtime was "[ ok ]" beside the driver's failure; it reaches no GPU.
+  EXPECT_EQ(check(r, "CUDA runtime")->status, CheckStatus::Warning);
+  EXPECT_TRUE(has(check(r, "CUDA runtime")->detail, "reaches no GPU"))
+      << check(r, "CUDA runtime")->detail;
   const std::string text = format_doctor(r);
   EXPECT_TRUE(has(text, "[FAIL] NVIDIA driver")) << text;
-  EXPECT_TRUE(has(text, "3 problem(s), 1 warning(s)")) << text;
+  EXPECT_FALSE(has(text, "[ ok ] CUDA runtime")) << text;
+  EXPECT_TRUE(has(text, "3 problem(s), 2 warning(s)")) << text;
+}
+
+// The runtime loads, the driver too, but asking for devices fails (a driver and kernel module of
+// different versions): the runtime's line says so and points at the driver.
+TEST(Doctor, ARuntimeThatReachesNoGpuIsNotOk) {
+  SystemFacts f = healthy();
+  f.runtime_device_count.reset();
+  f.runtime_device_error = "cudaGetDeviceCount: CUDA driver version is insufficient";
+  const DoctorReport r = diagnose(f);
+  const DoctorCheck* c = check(r, "CUDA runtime");
+  EXPECT_EQ(c->status, CheckStatus::Warning);
+  EXPECT_TRUE(has(c->detail, "driver version is insufficient")) << c->detail;
+  EXPECT_TRUE(has(c->fix, "NVIDIA driver")) << c->fix;
 }
 
 TEST(Doctor, DriverOlderThanTheRuntime) {

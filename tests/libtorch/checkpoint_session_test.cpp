@@ -266,5 +266,55 @@ TEST_F(SessionTest, RegisteredBlocksFormAChainAutoCheckpointsOneByOne) {
   }
 }
 
+// A transformer's shape: a model that runs its layers, a ModuleList, through fathom::block.
+struct StackImpl : torch::nn::Module {
+  explicit StackImpl(int n) {
+    for (int i = 0; i < n; ++i) layers->push_back(Layer(64));
+    register_module("layers", layers);
+  }
+  at::Tensor forward(at::Tensor x) {
+    for (const auto& layer : *layers) x = fathom::block<LayerImpl>(layer, x);
+    return x;
+  }
+  torch::nn::ModuleList layers;
+};
+TORCH_MODULE(Stack);
+
+// Issue 24: inside fathom::forward(model, x) the model was the one block (its blocks nested in it
+// were ranges only), so the planner had nothing to split. Its blocks are the chain now.
+TEST_F(SessionTest, BlocksInsideAWrappedModelAreMeasuredAsBlocks) {
+  torch::manual_seed(13);
+  Stack model(4);
+  Session session(Options().report_dir(dir()).print_report(false));
+  session.watch(*model);
+  const at::Tensor x = torch::randn({32, 64});
+  {
+    auto e = session.epoch();
+    for (int s = 0; s < 3; ++s) {
+      auto step = e.step(32);
+      at::Tensor loss;
+      {
+        auto f = step.forward();
+        loss = fathom::forward(model, x).pow(2).mean();
+      }
+      {
+        auto b = step.backward();
+        model->zero_grad();
+        loss.backward();
+      }
+    }
+  }
+  const EpochSummary& e = session.report().epochs.at(0);
+  ASSERT_TRUE(e.modules.has_value());
+  ASSERT_EQ(e.modules->modules.size(), 4u);
+  for (const ModuleMeasurement& m : e.modules->modules) {
+    EXPECT_EQ(m.chain, "blocks");
+    EXPECT_NE(m.name.find("layers."), std::string::npos) << m.name;
+    EXPECT_GT(m.saved_bytes, 0) << m.name;
+  }
+  ASSERT_TRUE(e.footprint.has_value());
+  EXPECT_EQ(e.footprint->checkpointable_blocks, 4);
+}
+
 }  // namespace
 }  // namespace fathom

@@ -3,6 +3,7 @@
 // end may call it on the training thread or wait for it. And a run killed at any moment leaves a
 // report that reads whole, holding the epochs it had ended.
 #include <dlfcn.h>
+#include <fathom/distributed.h>
 #include <fathom/fathom.h>
 #include <fathom/report_writers.h>
 #include <gtest/gtest.h>
@@ -13,9 +14,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <thread>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <vector>
 
 #include "records/file_system.h"
@@ -47,6 +51,24 @@ void open_gate() {
     gate_open = true;
   }
   sync_gate.notify_all();
+}
+
+// Stalls the disk from here until open_gate().
+void stall_disk() {
+  {
+    std::lock_guard<std::mutex> lock(sync_mutex);
+    sync_threads.clear();
+    gate_open = false;
+    sync_timeouts = 0;
+  }
+  sync_armed = true;
+}
+
+bool synced_on_this_thread() {
+  std::lock_guard<std::mutex> lock(sync_mutex);
+  bool here = false;
+  for (auto id : sync_threads) here |= id == std::this_thread::get_id();
+  return here;
 }
 
 template <typename F>
@@ -83,21 +105,10 @@ TEST_F(SessionTest, ASlowDiskNeverHoldsUpAnEpochsEnd) {
   constexpr int kEpochs = 4;
   {
     Session session(Options().report_dir(dir()).run_name("slow").print_report(false));
-    {
-      std::lock_guard<std::mutex> lock(sync_mutex);
-      sync_threads.clear();
-      gate_open = false;
-      sync_timeouts = 0;
-    }
-    sync_armed = true;
+    stall_disk();
     for (int i = 0; i < kEpochs; ++i) one_step_epoch(session);
     // Every epoch ended while the disk was stalled: none of them waited for a sync.
-    bool synced_during_the_epochs = false;
-    {
-      std::lock_guard<std::mutex> lock(sync_mutex);
-      for (auto id : sync_threads) synced_during_the_epochs |= id == std::this_thread::get_id();
-    }
-    EXPECT_FALSE(synced_during_the_epochs) << "an epoch's end synced on the training thread";
+    EXPECT_FALSE(synced_on_this_thread()) << "an epoch's end synced on the training thread";
     open_gate();
   }  // the session's end waits for the writer: the whole run on disk, then
   sync_armed = false;
@@ -115,6 +126,33 @@ TEST_F(SessionTest, ASlowDiskNeverHoldsUpAnEpochsEnd) {
   const RunReport back = read_report_file(dir() + "/slow.json");
   ASSERT_EQ(back.epochs.size(), static_cast<std::size_t>(kEpochs));
   EXPECT_TRUE(fs::exists(dir() + "/slow.html"));
+}
+
+// Issue 24: rank 0 serialized and synced the whole job report at every epoch's end on the
+// training thread. Its writer thread does now, and the file holds every epoch once flushed.
+TEST_F(SessionTest, RankZerosJobReportIsWrittenOffTheTrainingThread) {
+  constexpr int kEpochs = 3;
+  {
+    Session session(Options().report_dir(dir()).run_name("job").print_report(false));
+    use_store(session, c10::make_intrusive<c10d::HashStore>(), {0, 0, 1});
+    stall_disk();
+    for (int i = 0; i < kEpochs; ++i) one_step_epoch(session);
+    EXPECT_FALSE(synced_on_this_thread())
+        << "an epoch's end synced the job report on the training thread";
+    open_gate();
+    session.flush_report();
+    sync_armed = false;
+    std::ifstream in(dir() + "/job.job.json");
+    const std::string job((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::size_t epochs = 0;
+    for (auto at = job.find("\"index\""); at != std::string::npos;
+         at = job.find("\"index\"", at + 1))
+      ++epochs;
+    EXPECT_EQ(epochs, static_cast<std::size_t>(kEpochs)) << job;
+  }
+  sync_armed = false;
+  std::lock_guard<std::mutex> lock(sync_mutex);
+  EXPECT_EQ(sync_timeouts, 0) << "an epoch's end waited for the job report's writer";
 }
 
 TEST_F(SessionTest, AnEpochEndedByAnExceptionIsOnDiskBeforeTheExceptionLeaves) {

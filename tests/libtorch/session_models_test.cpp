@@ -197,6 +197,98 @@ TEST_F(SessionTest, ForwardTakesAnyModuleHolder) {
   EXPECT_TRUE(torch::equal(fathom::forward(net->fc1, x), net->fc1(x)));
 }
 
+// The official LibTorch examples' style: a module class used as an object, no holder.
+struct PlainNet : torch::nn::Module {
+  PlainNet() : fc(register_module("fc", torch::nn::Linear(8, 4))) {}
+  torch::Tensor forward(torch::Tensor x) { return torch::relu(fc(x)); }
+  torch::nn::Linear fc;
+};
+
+// Issue 24: fathom::forward and fathom::block take every module form a loop holds (before, a
+// plain module and a ModuleList item did not compile).
+TEST_F(SessionTest, ForwardAndBlockTakeEveryModuleForm) {
+  Session session(Options().report_dir(dir()).print_report(false));
+  PlainNet plain;
+  auto shared = std::make_shared<NetImpl>(8, 4);
+  torch::nn::ModuleList list(Net(8, 8), Net(8, 4));
+  torch::nn::ModuleDict dict;
+  dict->update({{"head", Net(8, 4).ptr()}});
+  auto e = session.epoch();
+  auto step = e.step(2);
+  auto f = step.forward();
+  const torch::Tensor x = torch::randn({2, 8});
+  EXPECT_TRUE(torch::equal(fathom::forward(plain, x), plain.forward(x)));
+  EXPECT_TRUE(torch::equal(fathom::block(plain, x), plain.forward(x)));
+  EXPECT_TRUE(torch::equal(fathom::forward(shared, x), shared->forward(x)));
+  torch::Tensor h = x, reference = x;
+  for (const auto& layer : *list) h = fathom::block<NetImpl>(layer, h);
+  for (const auto& layer : *list) reference = layer->as<NetImpl>()->forward(reference);
+  EXPECT_TRUE(torch::equal(h, reference));
+  // The holder's name does as well as the class's.
+  EXPECT_TRUE(torch::equal(fathom::block<Net>(list[0], x), list[0]->as<NetImpl>()->forward(x)));
+  EXPECT_TRUE(torch::equal(fathom::forward<NetImpl>(dict["head"], x),
+                           dict["head"]->as<NetImpl>()->forward(x)));
+  // A wrong name is an error that names the item's type.
+  try {
+    (void)fathom::block<torch::nn::LinearImpl>(list[0], x);
+    ADD_FAILURE() << "no error for a wrong type";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("NetImpl"), std::string::npos) << err.what();
+  }
+}
+
+// A plain module object through fathom::forward is measured as a block: its activations are in
+// the footprint.
+TEST_F(SessionTest, APlainModuleObjectIsMeasuredAsABlock) {
+  Session session(Options().report_dir(dir()).print_report(false));
+  PlainNet plain;
+  torch::optim::SGD optimizer(plain.parameters(), 0.1);
+  session.watch(plain);
+  {
+    auto e = session.epoch();
+    for (int i = 0; i < 2; ++i) {
+      auto step = e.step(4);
+      torch::Tensor loss;
+      {
+        auto f = step.forward();
+        loss = fathom::forward(plain, torch::randn({4, 8})).sum();
+      }
+      {
+        auto b = step.backward();
+        optimizer.zero_grad();
+        loss.backward();
+      }
+      {
+        auto o = step.optimizer();
+        optimizer.step();
+      }
+    }
+  }
+  const EpochSummary& e = session.report().epochs.at(0);
+  ASSERT_TRUE(e.footprint.has_value());
+  EXPECT_TRUE(e.footprint->activation_bytes.has_value()) << e.footprint->activation_why;
+}
+
+// Issue 24: an exception before an epoch's first step left an empty epoch as the run's last
+// report, the one printed in full at its end.
+TEST_F(SessionTest, AnEpochAnExceptionEndsBeforeItsFirstStepLeavesNoReport) {
+  Session session(Options().report_dir(dir()).run_name("early").print_report(false));
+  {
+    auto e = session.epoch();
+    auto step = e.step(1);
+  }
+  ::testing::internal::CaptureStderr();
+  try {
+    auto e = session.epoch();
+    throw std::runtime_error("the loader broke");
+  } catch (const std::runtime_error&) {
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(session.report().epochs.size(), 1u);
+  EXPECT_EQ(session.report().epochs.back().steps, 1);
+  EXPECT_NE(err.find("before its first step"), std::string::npos) << err;
+}
+
 TEST_F(SessionTest, APhaseOpenedInsideAnotherIsNamedWithTheFix) {
   std::vector<std::string> warnings;
   Session session(Options().report_dir(dir()).print_report(false).warnings(

@@ -81,6 +81,10 @@ struct HardwareFit {
 HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMemoryPeak>& peak,
                          std::optional<std::int64_t> device_used_bytes);
 
+// The reason no configuration was estimated, when every variant has the same one (activations
+// not measured): the writers say it once, not once per row (issue 24: five times in a report).
+std::optional<std::string> shared_not_estimated_reason(const HardwareFit& fit);
+
 // The share of capacity at or under which a need counts as fitting with room to spare.
 Fit fit_on(std::int64_t need_bytes, std::int64_t capacity_bytes) noexcept;
 

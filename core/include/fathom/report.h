@@ -36,6 +36,8 @@ struct Environment {
   // The training loop's language, "c++" or "python": the fixes are written in it.
   std::string language = "c++";
   std::vector<Unmeasured> not_measured;
+  // A run on the CPU: the hardware fit's GPU card sizes mean nothing for it.
+  bool cpu_run() const noexcept { return device == "cpu"; }
 };
 
 struct PhaseSummary {
@@ -104,8 +106,12 @@ struct EpochSummary {
   std::vector<Finding> findings;
 
   double step_ms_mean() const noexcept { return steps ? step_ms_total / steps : 0.0; }
+  // Over the same time as the step time and the phase shares (cycle_ms_total: the steps and the
+  // gaps between them), not the epoch's wall time: an eval pass after the last step, or set-up
+  // before the first, is no training step's time (issue 24: samples/s and step time disagreed).
   double samples_per_second() const noexcept {
-    return wall_ms > 0 ? samples / (wall_ms / 1000.0) : 0.0;
+    const double ms = cycle_ms_total() > 0 ? cycle_ms_total() : wall_ms;
+    return ms > 0 ? samples / (ms / 1000.0) : 0.0;
   }
   const PhaseSummary& phase(Phase p) const noexcept { return phases[static_cast<std::size_t>(p)]; }
   // The time every phase share is a share of (phase_shares.cpp): the steps, plus the gaps between

@@ -50,7 +50,7 @@ void step_slowdown(const EpochSummary& e, std::vector<Finding>& out) {
                     "step range of that number)")
               : fmt::format(
                     "// the {} phase grew at step {}: compare a step before and after it in "
-                    "Nsight Systems (fathom's step ranges), or FATHOM_OPS=on for its ops",
+                    "Nsight Systems (fathom's step ranges), or FATHOM_NVTX=ops for its ops",
                     c.phase, c.step);
   out.push_back(std::move(f));
 }

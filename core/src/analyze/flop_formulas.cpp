@@ -129,6 +129,27 @@ bool counted_by_flop_counter_mode(std::string_view op) noexcept {
   return false;
 }
 
+bool computes_uncounted_products(std::string_view op) noexcept {
+  static constexpr std::array<std::string_view, 14> kUncounted{
+      "aten::mkldnn_rnn_layer",
+      "aten::mkldnn_rnn_layer_backward",
+      "aten::_cudnn_rnn",
+      "aten::_cudnn_rnn_backward",
+      "aten::miopen_rnn",
+      "aten::miopen_rnn_backward",
+      "aten::_thnn_fused_lstm_cell",
+      "aten::_thnn_fused_lstm_cell_backward_impl",
+      "aten::_thnn_fused_gru_cell",
+      "aten::_thnn_fused_gru_cell_backward",
+      "aten::_native_multi_head_attention",
+      "aten::_transformer_encoder_layer_fwd",
+      "aten::quantized_lstm_cell",
+      "aten::quantized_gru_cell"};
+  for (std::string_view u : kUncounted)
+    if (u == op) return true;
+  return false;
+}
+
 std::span<const int> flop_inputs_read_contents(FlopFormula f) noexcept {
   switch (f) {
     case FlopFormula::FlashAttention:

@@ -58,6 +58,12 @@ FlopFormula flop_formula_of(std::string_view op) noexcept;
 // out.
 bool counted_by_flop_counter_mode(std::string_view op) noexcept;
 
+// Ops whose kernels compute matrix products that no formula counts, fathom's or torch's: the
+// fused recurrent layers (oneDNN's LSTM and GRU on a CPU, cuDNN's on a GPU) and the fused
+// transformer fast paths. Their calls are counted and named in the report (issue 24: an LSTM's
+// products were left out silently).
+bool computes_uncounted_products(std::string_view op) noexcept;
+
 // For the jagged-batch attention formulas, the argument positions whose tensors' contents (the
 // cumulative sequence offsets) the formula reads; empty for every other formula.
 std::span<const int> flop_inputs_read_contents(FlopFormula f) noexcept;

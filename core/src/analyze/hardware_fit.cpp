@@ -99,4 +99,11 @@ HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMem
   return out;
 }
 
+std::optional<std::string> shared_not_estimated_reason(const HardwareFit& fit) {
+  if (fit.variants.empty()) return std::nullopt;
+  for (const FitVariant& v : fit.variants)
+    if (v.need_bytes || v.why != fit.variants.front().why) return std::nullopt;
+  return fit.variants.front().why;
+}
+
 }  // namespace fathom

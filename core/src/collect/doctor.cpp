@@ -76,7 +76,17 @@ void runtime_check(const SystemFacts& f, DoctorReport& r) {
     return;
   }
   if (f.runtime_device_count) detail += fmt::format(", sees {} GPU(s)", *f.runtime_device_count);
-  if (!f.runtime_device_error.empty()) detail += "; " + f.runtime_device_error;
+  // A runtime that loads but cannot reach a GPU through the driver is not "ok" (issue 24: it
+  // said so beside the driver's error); the driver's line holds the cause and its fix.
+  if (!f.runtime_device_error.empty() || !f.driver.loaded || !f.driver_device_error.empty()) {
+    add(r, "CUDA runtime", CheckStatus::Warning,
+        detail + "; it reaches no GPU: " +
+            (!f.runtime_device_error.empty() ? f.runtime_device_error
+             : !f.driver.loaded              ? std::string("there is no NVIDIA driver")
+                                             : f.driver_device_error),
+        "fix the NVIDIA driver first (above)");
+    return;
+  }
   add(r, "CUDA runtime", CheckStatus::Ok, detail);
 }
 

@@ -14,6 +14,7 @@
 #include "analyze/transfer_analysis.h"
 #include "records/bytes_text.h"
 #include "report/html_charts.h"
+#include "report/no_findings_text.h"
 #include "report/report_html_parts.h"
 
 namespace fathom {
@@ -130,8 +131,9 @@ std::string stats(const EpochSummary& e) {
   return out + "</div>";
 }
 
-std::string findings_html(const EpochSummary& e) {
-  if (e.findings.empty()) return "<p class=\"muted\">No finding above the thresholds.</p>";
+std::string findings_html(const EpochSummary& e, const Environment& env) {
+  if (e.findings.empty())
+    return "<p class=\"muted\">Findings: " + std::string(detail::no_findings_text(env)) + ".</p>";
   std::string out;
   for (const Finding& f : e.findings) {
     const std::string sev(severity_name(f.severity));
@@ -170,14 +172,14 @@ std::string epoch_panel(const EpochSummary& e, const Environment& env) {
   out += step_series_charts(e);
   out += "</div>";
   fmt::format_to(std::back_inserter(out), "<h3>Findings ({})</h3>", e.findings.size());
-  out += findings_html(e);
+  out += findings_html(e, env);
   out += "<h3>Phases</h3>";
   out += phase_table(e);
   out += copies_table(e);
   out += top_kernels_table(e);
   out += telemetry_table(e);
   out += achievement_table(e);
-  out += hardware_fit_table(e);
+  out += hardware_fit_table(e, env);
   return out + "</section>";
 }
 
@@ -208,7 +210,7 @@ std::string format_html_report(const RunReport& r) {
     const EpochSummary& last = r.epochs.back();
     fmt::format_to(std::back_inserter(out), "<h2>Top findings (epoch {})</h2>", last.index);
     if (last.findings.empty()) {
-      out += "<p class=\"muted\">No finding above the thresholds.</p>";
+      out += "<p class=\"muted\">Findings: " + std::string(detail::no_findings_text(env)) + ".</p>";
     } else {
       out += "<ol>";
       for (std::size_t i = 0; i < std::min<std::size_t>(3, last.findings.size()); ++i) {

@@ -70,6 +70,6 @@ std::string telemetry_table(const EpochSummary& e);
 // FLOPs, throughput, MFU and energy (achievement.h).
 std::string achievement_table(const EpochSummary& e);
 
-std::string hardware_fit_table(const EpochSummary& e);
+std::string hardware_fit_table(const EpochSummary& e, const Environment& env);
 
 }  // namespace fathom::html_report

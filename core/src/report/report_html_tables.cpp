@@ -152,11 +152,13 @@ std::string telemetry_table(const EpochSummary& e) {
   return out;
 }
 
-std::string hardware_fit_table(const EpochSummary& e) {
+std::string hardware_fit_table(const EpochSummary& e, const Environment& env) {
   if (!e.footprint) return {};
   const MemoryFootprint& m = *e.footprint;
   const HardwareFit fit = hardware_fit(
       m, e.device_memory, e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  // As in the terminal: a reason every configuration shares said once, no GPU cards on a CPU run.
+  const std::optional<std::string> none_estimated = shared_not_estimated_reason(fit);
   std::string out = "<h3>Hardware fit</h3>";
   fmt::format_to(std::back_inserter(out),
                  "<p>Measured: parameters {} ({} values), gradients {}, optimizer state {}, "
@@ -165,12 +167,18 @@ std::string hardware_fit_table(const EpochSummary& e) {
                  m.optimizer_state_bytes ? bytes_text(static_cast<double>(*m.optimizer_state_bytes))
                                          : std::string("not measured (no optimizer watched)"),
                  m.activation_bytes ? bytes_text(static_cast<double>(*m.activation_bytes))
-                                    : "not measured (" + m.activation_why + ")",
+                 : none_estimated   ? std::string("not measured")
+                                    : "not measured (" + escape(m.activation_why) + ")",
                  bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
                  fit.fragmentation);
+  if (none_estimated)
+    return out + "<p class=\"muted\">Configurations not estimated: " + escape(*none_estimated) +
+           "</p>";
+  const bool cards = !env.cpu_run();
   out += "<table><thead><tr><th>configuration</th><th>needs</th>";
-  for (const CardSize& c : kFitCards)
-    fmt::format_to(std::back_inserter(out), "<th>{}</th>", escape(c.label));
+  if (cards)
+    for (const CardSize& c : kFitCards)
+      fmt::format_to(std::back_inserter(out), "<th>{}</th>", escape(c.label));
   out += "</tr></thead><tbody>";
   for (const FitVariant& v : fit.variants) {
     std::string name = v.mixed_precision ? "mixed precision" : "fp32";
@@ -180,16 +188,17 @@ std::string hardware_fit_table(const EpochSummary& e) {
     if (!v.need_bytes) {
       fmt::format_to(std::back_inserter(out),
                      "<td class=\"text\" colspan=\"{}\">not estimated: {}</td></tr>",
-                     std::size(kFitCards) + 1, escape(v.why));
+                     cards ? std::size(kFitCards) + 1 : 1, escape(v.why));
       continue;
     }
     out += "<td>" + bytes_text(*v.need_bytes) + "</td>";
-    for (Fit f : v.cards)
-      out += std::string("<td>") +
-             (f == Fit::Fits    ? "fits"
-              : f == Fit::Tight ? "tight"
-                                : "no") +
-             "</td>";
+    if (cards)
+      for (Fit f : v.cards)
+        out += std::string("<td>") +
+               (f == Fit::Fits    ? "fits"
+                : f == Fit::Tight ? "tight"
+                                  : "no") +
+               "</td>";
     out += "</tr>";
   }
   return out + "</tbody></table>";

@@ -347,16 +347,33 @@ RunReport report_from_json(const json& j, const std::string& source_name);
 }  // namespace detail
 
 std::string format_json_report(const RunReport& report) {
-  json epochs = json::array();
-  for (const EpochSummary& e : report.epochs) epochs.push_back(epoch_json(e));
+  // The document as one dump would write it, built an epoch at a time: the tree of one epoch is
+  // in memory at once, not the run's (issue 24: the session's end held the whole run as a JSON
+  // tree, a transient several times the report's size).
   json j = {{"schema", "fathom.report"},
             {"schema_version", report.schema_version},
             {"run_name", report.run_name},
             {"environment", environment_json(report.environment)},
-            {"epochs", epochs}};
+            {"epochs", json::array()}};
   // Kernel, op and module names come from drivers and traces: invalid UTF-8 is replaced (U+FFFD)
   // rather than losing the report.
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string out = j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  if (report.epochs.empty()) return out;
+  std::string epochs = "[\n";
+  for (std::size_t i = 0; i < report.epochs.size(); ++i) {
+    const std::string one =
+        epoch_json(report.epochs[i]).dump(2, ' ', false, json::error_handler_t::replace);
+    epochs += "    ";  // the array's items sit two levels deep
+    for (char c : one) {
+      epochs += c;
+      if (c == '\n') epochs += "    ";
+    }
+    epochs += i + 1 < report.epochs.size() ? ",\n" : "\n";
+  }
+  epochs += "  ]";
+  const std::string placeholder = "\"epochs\": []";
+  out.replace(out.find(placeholder) + placeholder.size() - 2, 2, epochs);
+  return out;
 }
 
 RunReport parse_json_report(const std::string& text, const std::string& source_name) {

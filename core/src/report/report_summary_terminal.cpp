@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "records/terminal_text.h"
+#include "report/no_findings_text.h"
 
 namespace fathom {
 namespace {
@@ -51,7 +52,8 @@ std::string format_terminal_summary(const RunReport& report, int epoch,
                    f.estimated_gain.empty() || f.applied ? "" : " -> " + f.estimated_gain);
   }
   if (!still_true.empty()) fmt::format_to(o, "  still true: {}\n", still_true);
-  if (e.findings.empty()) out += "  no finding above the thresholds\n";
+  if (e.findings.empty())
+    fmt::format_to(o, "  findings: {}\n", detail::no_findings_text(report.environment));
   if (more)
     fmt::format_to(o, "  ... {} more finding{} in the report\n", more, more == 1 ? "" : "s");
   return detail::terminal_safe(out);

@@ -11,6 +11,7 @@
 #include "records/terminal_text.h"
 #include "report/mixed_precision_report.h"
 #include "report/module_report_writers.h"
+#include "report/no_findings_text.h"
 
 namespace fathom {
 namespace {
@@ -85,10 +86,10 @@ std::string label(const Finding& f) {
 }
 
 // The three findings that matter most, one line each, before any table.
-void top_findings(std::string& out, const EpochSummary& e) {
+void top_findings(std::string& out, const EpochSummary& e, const Environment& env) {
   section(out, "top findings");
   if (e.findings.empty()) {
-    out += "  none above the thresholds\n";
+    fmt::format_to(std::back_inserter(out), "  {}\n", detail::no_findings_text(env));
     return;
   }
   const std::size_t n = std::min<std::size_t>(3, e.findings.size());
@@ -149,24 +150,34 @@ void telemetry_section(std::string& out, const EpochSummary& e) {
     fmt::format_to(std::back_inserter(out), "  not measured: {}: {}\n", u.what, u.why);
 }
 
-// The measured footprint and what it needs on other cards.
-void hardware_fit_section(std::string& out, const EpochSummary& e) {
+// The measured footprint and what it needs on other cards: the card columns only for a run on a
+// GPU (they are GPU memory sizes), and a reason every configuration shares said once.
+void hardware_fit_section(std::string& out, const EpochSummary& e, const Environment& env) {
   if (!e.footprint) return;
   const MemoryFootprint& m = *e.footprint;
   const HardwareFit fit = hardware_fit(
       m, e.device_memory, e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  const std::optional<std::string> none_estimated = shared_not_estimated_reason(fit);
   section(out, "hardware fit");
   fmt::format_to(
       std::back_inserter(out),
       "  measured: parameters {} ({}), gradients {}, optimizer state {}, activations {}\n",
       bytes_text(m.parameter_bytes), m.parameter_count, bytes_text(m.gradient_bytes),
       bytes_text(m.optimizer_state_bytes, "not measured (no optimizer watched)"),
-      bytes_text(m.activation_bytes, "not measured (" + m.activation_why + ")"));
+      bytes_text(m.activation_bytes,
+                 none_estimated ? "not measured" : "not measured (" + m.activation_why + ")"));
+  if (none_estimated) {
+    fmt::format_to(std::back_inserter(out), "  configurations not estimated: {}\n",
+                   *none_estimated);
+    return;
+  }
+  const bool cards = !env.cpu_run();
   fmt::format_to(std::back_inserter(out), "  overhead {} ({}), allocator fragmentation x{:.2f}\n",
                  bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
                  fit.fragmentation);
   fmt::format_to(std::back_inserter(out), "  {:<34} {:>10}", "configuration", "needs");
-  for (const CardSize& c : kFitCards) fmt::format_to(std::back_inserter(out), " {:>7}", c.label);
+  if (cards)
+    for (const CardSize& c : kFitCards) fmt::format_to(std::back_inserter(out), " {:>7}", c.label);
   out += "\n";
   for (const FitVariant& v : fit.variants) {
     std::string name = v.mixed_precision ? "mixed precision" : "fp32";
@@ -177,11 +188,12 @@ void hardware_fit_section(std::string& out, const EpochSummary& e) {
       continue;
     }
     fmt::format_to(std::back_inserter(out), "  {:<34} {:>10}", name, bytes_text(*v.need_bytes));
-    for (Fit f : v.cards)
-      fmt::format_to(std::back_inserter(out), " {:>7}",
-                     f == Fit::Fits    ? "yes"
-                     : f == Fit::Tight ? "tight"
-                                       : "no");
+    if (cards)
+      for (Fit f : v.cards)
+        fmt::format_to(std::back_inserter(out), " {:>7}",
+                       f == Fit::Fits    ? "yes"
+                       : f == Fit::Tight ? "tight"
+                                         : "no");
     out += "\n";
   }
 }
@@ -295,14 +307,14 @@ std::string format_terminal_report(const RunReport& report, int epoch) {
                  e.steps, e.failed_steps, e.samples, e.wall_ms / 1000.0, e.samples_per_second(),
                  e.step_ms_mean(), e.step_ms_max,
                  e.ended_by_exception ? " | ENDED BY EXCEPTION" : "");
-  top_findings(out, e);
+  top_findings(out, e, env);
   section(out, "step time by phase");
   phase_table(out, e);
   if (!e.copies.empty()) section(out, "copies");
   copy_table(out, e);
   gpu_section(out, e);
   memory_section(out, e);
-  hardware_fit_section(out, e);
+  hardware_fit_section(out, e, env);
   detail::mixed_precision_section(out, e);
   detail::module_report_section(out, e);
   telemetry_section(out, e);

@@ -27,6 +27,7 @@
 // the forward's; autograd reports it at backward), and nested backward through the checkpoint
 // (create_graph).
 #include <ATen/core/Tensor.h>
+#include <fathom/module_forms.h>
 #include <torch/nn/module.h>
 
 #include <concepts>
@@ -95,18 +96,33 @@ requires(!detail::ModuleHolderLike<std::remove_cvref_t<F>> &&
 at::Tensor checkpoint(const TensorFunction& fn, const at::Tensor& input,
                       const CheckpointOptions& options = CheckpointOptions());
 
-// A module whose forward takes and returns one tensor: a Sequential (a segment of a network), a
-// ModuleList item cast to its holder, a block of your own (any TORCH_MODULE holder).
-template <typename ModuleHolder>
-requires requires(ModuleHolder& h, const at::Tensor& x) {
-  h.ptr();
-  { h->forward(x) } -> std::convertible_to<at::Tensor>;
+// A module whose forward takes and returns one tensor, in any form (module_forms.h): a
+// Sequential (a segment of a network), a block of your own (a TORCH_MODULE holder, a shared_ptr,
+// the object), a ModuleList item with its type named (fathom::checkpoint<BlockImpl>(layer, x)).
+template <typename Module>
+requires detail::ModuleForm<Module> && requires(Module& m, const at::Tensor& x) {
+  { detail::module_of(m).forward(x) } -> std::convertible_to<at::Tensor>;
 }
-at::Tensor checkpoint(ModuleHolder& module, const at::Tensor& input) {
-  // The holder is copied (it shares the module): backward runs it again after this call returned.
-  return checkpoint(
-      [module](const at::Tensor& x) mutable -> at::Tensor { return module->forward(x); }, input,
-      CheckpointOptions().module(module));
+at::Tensor checkpoint(Module& module, const at::Tensor& input) {
+  // The holder or pointer is copied (it shares the module): backward runs it again after this
+  // call returned.
+  return checkpoint([keep = detail::module_keeper(module)](
+                        const at::Tensor& x) mutable -> at::Tensor { return (*keep).forward(x); },
+                    input, CheckpointOptions().module(detail::module_pointer(module)));
+}
+
+template <typename Named = void>
+at::Tensor checkpoint(const std::shared_ptr<torch::nn::Module>& item, const at::Tensor& input) {
+  if constexpr (!detail::kTypeNamed<Named>) {
+    static_assert(detail::kTypeNamed<Named>,
+                  "fathom::checkpoint(layer, x): a ModuleList or ModuleDict item is a "
+                  "std::shared_ptr<torch::nn::Module>, which has no forward to call; name its "
+                  "type: fathom::checkpoint<YourBlockImpl>(layer, x)");
+    return input;
+  } else {
+    auto typed = detail::typed_item<Named>(item, "fathom::checkpoint");
+    return checkpoint(typed, input);
+  }
 }
 
 }  // namespace fathom

@@ -8,6 +8,7 @@
 #include <fathom/fathom_core.h>
 #include <fathom/grad_scaler.h>
 #include <fathom/guarded_step.h>
+#include <fathom/module_forms.h>
 #include <fathom/module_forward.h>
 #include <fathom/sequential.h>
 #include <fathom/session.h>

@@ -36,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace torch::nn {
 class Module;
@@ -184,6 +185,10 @@ class Session {
   // Learns an optimizer: its state's bytes go into the footprint, each parameter's to the watched
   // model that holds it. Watch every optimizer; one watched twice counts once.
   void watch(const torch::optim::Optimizer& optimizer);
+  // A model that is no torch::nn::Module (a Python nn.Module): its parameters and gradients go
+  // into the footprint under `name`; `key` tells it apart (the same key again replaces it).
+  void watch_parameters(const void* key, const std::string& name,
+                        const std::vector<at::Tensor>& parameters);
 
   EpochScope epoch() noexcept;
 

@@ -131,7 +131,11 @@ at::Tensor run_sequential(torch::nn::Sequential& seq, const at::Tensor& input,
                           const std::vector<CheckpointSegment>* checkpointed) {
   const int n = static_cast<int>(seq->size());
   if (checkpointed) check_segments(*checkpointed, n);
-  CheckpointExtension* ext = ChainNesting::outermost() ? CheckpointExtension::active() : nullptr;
+  CheckpointExtension* ext = CheckpointExtension::active();
+  if (ext && !ChainNesting::outermost()) {
+    if (const void* outer = ChainNesting::enclosing_block()) ext->found_blocks_inside(outer);
+    ext = nullptr;
+  }
   int chain = -1;
   static const std::vector<CheckpointSegment> kNone;
   const std::vector<CheckpointSegment>* segments = checkpointed ? checkpointed : &kNone;
@@ -189,11 +193,17 @@ at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorF
                  const at::Tensor& input) {
   if (!module) throw Error("fathom::block: the module is empty; pass the block's module holder");
   if (!forward) throw Error("fathom::block: the forward function is empty");
+  using detail::ChainNesting;
   using detail::CheckpointExtension;
-  CheckpointExtension* ext =
-      detail::ChainNesting::outermost() ? CheckpointExtension::active() : nullptr;
+  CheckpointExtension* ext = CheckpointExtension::active();
   ModuleScope range(*module);
   if (!ext) return forward(input);
+  if (!ChainNesting::outermost()) {
+    if (const void* outer = ChainNesting::enclosing_block()) ext->found_blocks_inside(outer);
+    return forward(input);
+  }
+  // A model whose blocks run through fathom: its blocks are the chain, it is a range.
+  if (ext->holds_blocks(module.get())) return forward(input);
   static const char kRegisteredBlocks = 0;  // the key of the step's registered-blocks chain
   const int chain = ext->chain(&kRegisteredBlocks, "blocks", /*registered=*/true);
   const int index = ext->next_registered_block();
@@ -204,7 +214,7 @@ at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorF
     checkpointed = checkpointed || (s.begin <= index && index < s.end);
   ext->set_checkpointed(chain, index, checkpointed);
   detail::CurrentBlock current(*ext, chain, index);
-  detail::ChainNesting nested;
+  ChainNesting nested(module.get());
   std::optional<detail::Probe> probe;
   if (ext->profiling()) probe.emplace(*ext, chain, checkpointed ? -1 : index, input);
   at::Tensor y = checkpointed ? checkpoint(forward, input, CheckpointOptions().module(module))

@@ -197,11 +197,37 @@ void CheckpointExtension::on_epoch_begin(std::int64_t) noexcept {
   }
 }
 
+void CheckpointExtension::found_blocks_inside(const void* block) noexcept {
+  try {
+    if (!holding_blocks_.count(block)) found_holding_.insert(block);
+  } catch (const std::exception&) {
+    // Out of memory for one pointer: the model stays one block.
+  }
+}
+
 void CheckpointExtension::on_step_begin(std::int64_t step) noexcept {
   step_ = step;
   // Whether saved tensors can be seen is known at the step's first chain (capture_ready).
   profiling_ =
       capture_ != Capture::Off && capture_ != Capture::Unavailable && step < kProfiledSteps;
+  // A step that measures: blocks found inside others become the chain from here. The registered
+  // chain starts over (it held the outer blocks whole); a step that does not measure keeps it, so
+  // the epoch's activation bytes stay those measured.
+  if (profiling_ && !found_holding_.empty()) {
+    try {
+      holding_blocks_.merge(found_holding_);
+    } catch (const std::exception&) {
+    }
+    found_holding_.clear();
+    for (Chain& c : chains_) {
+      if (!c.registered) continue;
+      Chain fresh;
+      fresh.key = c.key;
+      fresh.label = std::move(c.label);
+      fresh.registered = true;
+      c = std::move(fresh);
+    }
+  }
   registered_next_ = 0;
   optimizer_started_ = false;
   phase_.reset();
@@ -248,7 +274,7 @@ void CheckpointExtension::on_epoch_measured(EpochSummary& epoch,
   write_section(epoch, environment);
 }
 
-void CheckpointExtension::on_footprint(FootprintParts& parts, Environment&) noexcept {
+void CheckpointExtension::on_footprint(FootprintParts& parts, Environment& environment) noexcept {
   try {
     std::int64_t activation_bytes = 0, blocks = 0;
     bool checkpointing = false, measured = false;
@@ -270,6 +296,10 @@ void CheckpointExtension::on_footprint(FootprintParts& parts, Environment&) noex
       a.why = std::string("the autograd-engine hook is ") + kAutogradHookOff;
     } else if (capture_ == Capture::Unavailable) {
       a.why = capture_unavailable_why_;
+    } else if (environment.language == "python") {
+      a.why =
+          "the model's forward runs in Python, where fathom does not see what it saves for "
+          "backward";
     } else {
       a.why =
           "no model ran through fathom::forward(model, x) or fathom::block(layer, x) in a "

@@ -98,6 +98,12 @@ class CheckpointExtension final : public SessionExtension {
   bool named(int chain, int index) const;
   void name_block(int chain, int index, std::string name);
   void set_checkpointed(int chain, int index, bool checkpointed);
+  // A registered block whose forward runs blocks or chains of its own (a transformer's layers,
+  // a ResNet's stages, inside fathom::forward(model, x)): measured whole until the next profiled
+  // step begins, then a range only, so that its blocks are measured and planned one by one
+  // (issue 24: the model was the one block the planner had, with nothing to split).
+  void found_blocks_inside(const void* block) noexcept;
+  bool holds_blocks(const void* block) const noexcept { return holding_blocks_.count(block) > 0; }
   // The block running now, for the out-of-memory diagnosis. An exception leaves it set.
   void set_current_block(int chain, int index) noexcept { current_ = {chain, index}; }
   void clear_current_block() noexcept { current_ = {-1, -1}; }
@@ -182,6 +188,8 @@ class CheckpointExtension final : public SessionExtension {
   std::unordered_map<const void*, std::string> names_;
   std::vector<Chain> chains_;
   std::deque<PendingTiming> timings_;
+  std::unordered_set<const void*> holding_blocks_;  // ranges only: their blocks are the chain
+  std::unordered_set<const void*> found_holding_;   // found so, ranges from the next profiled step
 
   // The current step.
   bool profiling_ = false;

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -16,6 +18,7 @@
 #include "distributed/distributed_extension.h"
 #include "distributed/summary_exchange.h"
 #include "records/atomic_file.h"
+#include "records/background_writer.h"
 #include "records/terminal_text.h"
 #include "records/warning_sink.h"
 #include "session/session_access.h"
@@ -58,9 +61,11 @@ class DistributedExtension final : public SessionExtension {
     exchange_.emplace(std::move(store), rank_,
                       merge_timeout_from_environment(options.merge_timeout()), prefix);
     host_comm_timing_ = host_comm_timing;
-    job_.run_name = state_.report().run_name;
-    job_.world_size = rank_.world_size;
-    job_path_ = state_.options().report_dir() + "/" + job_.run_name + ".job.json";
+    job_->run_name = state_.report().run_name;
+    job_->world_size = rank_.world_size;
+    job_->report.run_name = job_->run_name;
+    job_->report.world_size = rank_.world_size;
+    job_path_ = state_.options().report_dir() + "/" + job_->run_name + ".job.json";
   }
 
   const std::shared_ptr<CommLedger>& ledger() const noexcept { return ledger_; }
@@ -135,14 +140,21 @@ class DistributedExtension final : public SessionExtension {
     const MergeWait wait{g.waited_ms, static_cast<std::int64_t>(exchange_->timeout().count())};
     JobEpoch merged =
         merge_rank_summaries(epoch, rank_.world_size, std::move(all), std::move(unreadable), wait);
-    job_.epochs.push_back(std::move(merged));
-    try {
-      write_file_atomically(job_path_, format_job_json(job_));
-    } catch (const std::exception& e) {
-      detail::warn(e.what());  // a lost report must never stop the run
+    // The printed summary reads this epoch alone; the file holds the run, rewritten by the
+    // writer's thread (issue 24: every epoch's end serialized and synced the whole job here).
+    JobReport latest;
+    latest.run_name = job_->run_name;
+    latest.world_size = job_->world_size;
+    latest.epochs.push_back(merged);
+    {
+      std::lock_guard lock(job_->mutex);
+      job_->report.epochs.push_back(std::move(merged));
     }
+    if (!job_->rewrite_queued.exchange(true) &&
+        !writer_.try_post([job = job_, path = job_path_]() noexcept { rewrite(*job, path); }))
+      job_->rewrite_queued = false;  // the next epoch's end posts it again: the file only lags
     if (state_.options().print_report()) {
-      const std::string text = format_job_terminal(job_);
+      const std::string text = format_job_terminal(latest);
       // Standard error, as the session's own report (report_printer.cpp).
       std::fflush(stdout);
       std::fwrite(text.data(), 1, text.size(), stderr);
@@ -166,8 +178,33 @@ class DistributedExtension final : public SessionExtension {
   StepSamples work_;
   std::int64_t step_begin_ns_ = 0;
   std::int64_t wait_at_step_begin_ns_ = 0;
-  JobReport job_;
+  // The job report as rank 0's writer thread writes it: the training thread appends an epoch
+  // (under the mutex) and posts one rewrite at a time.
+  struct Job {
+    std::string run_name;
+    int world_size = 0;
+    std::mutex mutex;
+    JobReport report;
+    std::atomic<bool> rewrite_queued{false};
+  };
+  static void rewrite(Job& job, const std::string& path) noexcept {
+    job.rewrite_queued = false;  // an epoch appended from here on posts the next rewrite
+    try {
+      std::string text;
+      {
+        std::lock_guard lock(job.mutex);
+        text = format_job_json(job.report);
+      }
+      write_file_atomically(path, text);
+    } catch (const std::exception& e) {
+      detail::warn(e.what());  // a lost report must never stop the run
+    }
+  }
+  void on_flush() noexcept override { writer_.flush(); }
+
+  std::shared_ptr<Job> job_ = std::make_shared<Job>();
   std::string job_path_;
+  BackgroundWriter writer_{4};  // last: its end writes what is queued while job_ still lives
 };
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <utility>
 
 #include "records/warning_sink.h"
@@ -26,6 +27,7 @@ FlopCounterExtension::~FlopCounterExtension() = default;
 void FlopCounterExtension::on_epoch_begin(std::int64_t) noexcept {
   epoch_entries_.clear();
   unfit_.clear();
+  uncounted_.clear();
   profiled_steps_ = 0;
   taken_by_another_ = false;
 }
@@ -57,8 +59,17 @@ void FlopCounterExtension::on_step_end(std::int64_t, bool failed) noexcept {
   if (!callback_) return;
   callback_.reset();  // removes the callback: the next steps run without it
   try {
-    std::vector<FlopTally::Entry> step = tally_.take(&unfit_);
+    std::vector<std::pair<std::string, std::int64_t>> uncounted;
+    std::vector<FlopTally::Entry> step = tally_.take(&unfit_, &uncounted);
     if (failed) return;  // a partial step would lower the average; the next step counts instead
+    for (auto& [op, calls] : uncounted) {
+      auto it = std::find_if(uncounted_.begin(), uncounted_.end(),
+                             [&](const auto& u) { return u.first == op; });
+      if (it == uncounted_.end())
+        uncounted_.emplace_back(std::move(op), calls);
+      else
+        it->second += calls;
+    }
     ++profiled_steps_;
     for (FlopTally::Entry& e : step) {
       auto it = std::find_if(epoch_entries_.begin(), epoch_entries_.end(), [&](const auto& x) {
@@ -113,6 +124,14 @@ void FlopCounterExtension::on_epoch_measured(EpochSummary& epoch, Environment&) 
             {kWhat + std::string(": calls of ") + op,
              "their arguments did not fit torch.utils.flop_counter's formula for " + op +
                  ", so they are not counted"});
+      for (const auto& [op, calls] : uncounted_) {
+        std::ostringstream what;
+        what << kWhat << ": " << op << " (" << static_cast<double>(calls) / n << " calls per step)";
+        f.not_measured.push_back(
+            {what.str(),
+             "no FLOP formula covers its fused kernel (torch.utils.flop_counter has none either): "
+             "FLOPs per step, throughput and MFU leave its products out"});
+      }
     }
     epoch.flops = std::move(f);
   } catch (...) {

@@ -50,6 +50,7 @@ class FlopCounterExtension final : public SessionExtension {
   // The epoch so far: the counted steps' entries, summed.
   std::vector<FlopTally::Entry> epoch_entries_;
   std::vector<std::string> unfit_;
+  std::vector<std::pair<std::string, std::int64_t>> uncounted_;  // calls over the counted steps
   std::int64_t profiled_steps_ = 0;
   bool taken_by_another_ = false;  // another session's callback was counting
 };

@@ -26,6 +26,7 @@ struct OpKind {
   // An op with a kernel of its own (not a CompositeImplicitAutograd composite): FlopCounterMode
   // sees it as one op and nothing it calls inside.
   bool opaque = false;
+  bool uncounted = false;  // products no formula counts: named in the report
 };
 
 OpKind classify(const char* name, const char* overload) {
@@ -37,6 +38,7 @@ OpKind classify(const char* name, const char* overload) {
   }
   auto op = c10::Dispatcher::singleton().findSchema({name, overload ? overload : ""});
   kind.opaque = op && !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
+  kind.uncounted = kind.opaque && computes_uncounted_products(name);
   return kind;
 }
 
@@ -144,6 +146,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (!kind.opaque) return nullptr;  // a composite: its leaves count
     auto frame = std::make_unique<Frame>();
     ++s.hidden_depth;
+    if (kind.uncounted) tally->add_uncounted(fn.name());
     if (kind.formula != FlopFormula::None) {
       frame->counts = true;
       frame->formula = kind.formula;
@@ -207,7 +210,24 @@ void FlopTally::add_unfit(std::string_view op) noexcept {
   }
 }
 
-std::vector<FlopTally::Entry> FlopTally::take(std::vector<std::string>* unfit) noexcept {
+void FlopTally::add_uncounted(std::string_view op) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    for (auto& [name, calls] : uncounted_) {
+      if (name == op) {
+        ++calls;
+        return;
+      }
+    }
+    uncounted_.emplace_back(std::string(op), 1);
+  } catch (...) {
+    swallowed("measure/op_flop_callback.cpp: the tally");
+  }
+}
+
+std::vector<FlopTally::Entry> FlopTally::take(
+    std::vector<std::string>* unfit,
+    std::vector<std::pair<std::string, std::int64_t>>* uncounted) noexcept {
   try {
     std::lock_guard lock(mutex_);
     if (unfit) {
@@ -216,6 +236,17 @@ std::vector<FlopTally::Entry> FlopTally::take(std::vector<std::string>* unfit) n
           unfit->push_back(std::move(op));
     }
     unfit_.clear();
+    if (uncounted) {
+      for (auto& [op, calls] : uncounted_) {
+        auto it = std::find_if(uncounted->begin(), uncounted->end(),
+                               [&](const auto& u) { return u.first == op; });
+        if (it == uncounted->end())
+          uncounted->emplace_back(std::move(op), calls);
+        else
+          it->second += calls;
+      }
+    }
+    uncounted_.clear();
     return std::exchange(entries_, {});
   } catch (...) {
     swallowed("measure/op_flop_callback.cpp: the tally");

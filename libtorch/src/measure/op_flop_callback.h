@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fathom::detail {
@@ -43,14 +44,20 @@ class FlopTally {
   void add(int phase, std::string_view op, std::string_view dtype, std::int64_t flops) noexcept;
   // A call whose arguments did not fit torch's formula (torch would have raised): not counted.
   void add_unfit(std::string_view op) noexcept;
-  // Empties the tally, returning its entries and the ops that did not fit.
-  std::vector<Entry> take(std::vector<std::string>* unfit = nullptr) noexcept;
+  // A call of an op whose products no formula counts (computes_uncounted_products): named.
+  void add_uncounted(std::string_view op) noexcept;
+  // Empties the tally, returning its entries, the ops that did not fit, and the uncounted calls
+  // per op (added to what `uncounted` holds).
+  std::vector<Entry> take(
+      std::vector<std::string>* unfit = nullptr,
+      std::vector<std::pair<std::string, std::int64_t>>* uncounted = nullptr) noexcept;
 
  private:
   std::atomic<int> phase_{kNoPhase};
   std::mutex mutex_;
   std::vector<Entry> entries_;  // few: one per (phase, op, dtype)
   std::vector<std::string> unfit_;
+  std::vector<std::pair<std::string, std::int64_t>> uncounted_;  // few: one per op
 };
 
 class OpFlopCallback {

@@ -274,6 +274,12 @@ void Session::watch(const torch::nn::Module& model) {
   if (known.footprint) known.footprint->watch(&model, root, model.parameters());
 }
 
+void Session::watch_parameters(const void* key, const std::string& name,
+                               const std::vector<at::Tensor>& parameters) {
+  if (!state_) return;
+  if (auto* footprint = state_->extensions().footprint) footprint->watch(key, name, parameters);
+}
+
 void Session::watch(const torch::optim::Optimizer& optimizer) {
   if (!state_) return;
   if (auto* footprint = state_->extensions().footprint) footprint->watch(optimizer);

@@ -48,6 +48,8 @@ class SessionExtension {
   // Reads the finished epoch, findings included, before the report is written (the distributed
   // merge sends it to rank 0); it adds or edits no finding.
   virtual void on_epoch_end(EpochSummary& /*epoch*/, Environment& /*environment*/) noexcept {}
+  // Returns once what the feature writes off the training thread is on disk (flush_report).
+  virtual void on_flush() noexcept {}
 };
 
 }  // namespace fathom::detail

@@ -274,7 +274,14 @@ void SessionState::end_epoch(bool by_exception) noexcept {
       for (const Finding& f : summary.findings)
         nvtx::mark(nvtx::Kind::Finding, ("fathom: " + f.title).c_str());
     }
-    report_.epochs.push_back(std::move(summary));
+    // An exception before the epoch's first step (a loader's, an eval's) leaves nothing
+    // measured: kept, it would be the run's last report, the one printed in full at its end,
+    // and say nothing but that it ended (issue 24).
+    if (by_exception && summary.steps == 0)
+      detail::warn("epoch ", summary.index,
+                   " ended by an exception before its first step: no report for it");
+    else
+      report_.epochs.push_back(std::move(summary));
   } catch (const std::exception& e) {
     detail::warn("epoch ", epoch_index_, " could not be summarized: ", e.what());
   }

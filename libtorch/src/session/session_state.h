@@ -111,7 +111,10 @@ class SessionState {
   const std::string& report_path() const noexcept { return report_path_; }
   std::int64_t step_index() const noexcept { return step_index_; }
   // Waits until every ended epoch's line is in the journal on disk (session.h, flush_report).
-  void flush_report() noexcept { report_writer_.flush(); }
+  void flush_report() noexcept {
+    report_writer_.flush();
+    for (const auto& e : extensions_) e->on_flush();
+  }
 
   // The session whose epoch or step scope is innermost on this thread, or null: ModuleScope,
   // fathom::forward and fathom::block take no session and reach theirs through it. Epoch and
