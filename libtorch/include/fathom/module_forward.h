@@ -15,6 +15,7 @@
 // LibTorch modules have no forward hooks, so the children a custom module's forward calls are
 // invisible to fathom: a range per child needs that child called through fathom::forward in the
 // module's own forward, one line each (`x = fathom::forward(fc1, x);` for `x = fc1(x);`).
+#include <fathom/amp.h>
 #include <fathom/block.h>
 #include <fathom/session.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -47,8 +48,13 @@ concept TensorBlockCall = sizeof...(Args) == 1 &&
 template <typename ModuleHolder, typename... Args>
 requires detail::ModuleHolderCall<ModuleHolder, Args...>
 auto forward(ModuleHolder& module, Args&&... args) {
+  // Under Auto's mixed precision a module that throws (an op with no 16-bit kernel) runs again in
+  // fp32 (amp.h): its arguments are passed as lvalues so the second run still has them.
   if constexpr (detail::TensorBlockCall<ModuleHolder, Args...>) {
-    return block(module, static_cast<const at::Tensor&>(args)...);
+    return detail::amp_region([&] { return block(module, static_cast<const at::Tensor&>(args)...); });
+  } else if constexpr (requires { module->forward(args...); }) {
+    ModuleScope range(*module);
+    return detail::amp_region([&] { return module->forward(args...); });
   } else {
     ModuleScope range(*module);
     return module->forward(std::forward<Args>(args)...);
