@@ -19,7 +19,7 @@
 // trend plus `tolerance` against the fp32 losses' residuals around it (the warm-up's and the
 // probes'), and the fp32 step times times (1 - faster_margin) against the mixed-precision step
 // times. The loss test rolls back at p < significance; the speed test keeps mixed precision only
-// at p < significance, with the median ratio at most 1 - faster_margin: a change is kept because
+// at p < 0.05, with the median ratio at most 1 - faster_margin: a change is kept because
 // it was shown to pay, not because it was not shown to hurt. A change that makes steps slower by
 // more than abort_ratio (the fastest of at least two mixed-precision steps after the first, which
 // pays for cast caches, against the watch's first fp32 probes) rolls back at once: no test is needed to see a 3x slowdown, and

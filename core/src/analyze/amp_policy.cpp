@@ -22,6 +22,11 @@ std::optional<double> steady_median(const std::vector<double>& ms) {
 
 // Each rank test needs this many values a side before it may decide anything.
 constexpr std::size_t kMinEach = 3;
+// The speed test's one-sided p below which a change is shown faster. A 12-step trial holds 3 fp32
+// probes: p < 0.01 would need every mixed-precision step below every probe (issue 24: a ResNet's
+// bf16 steps at 0.70x fp32's, p = 0.016, were rolled back); the 5 % margin on the median keeps a
+// change that only noise made look faster out.
+constexpr double kFasterSignificance = 0.05;
 
 }  // namespace
 
@@ -236,13 +241,13 @@ AutoAmpPolicy::Verdict AutoAmpPolicy::speed_verdict() const {
                               "faster",
                               amp.size(), fp32.size(), kMinEach)};
   const double a = median(amp), f = median(fp32);
-  const bool faster = t->p < options_.significance && a <= f * (1 - options_.faster_margin);
+  const bool faster = t->p < kFasterSignificance && a <= f * (1 - options_.faster_margin);
   return {!faster,
           fmt::format("step {:.2f} ms against {:.2f} ms in fp32 (median host step "
                       "time{}, ratio {:.3f}); one-sided Mann-Whitney of fp32 - {:.0f} % "
                       "against it: p = {:.2g} (kept only at p < {:.2g} and a ratio at most {:.2f})",
                       a, f, timing_note(), f > 0 ? a / f : 0.0, 100 * options_.faster_margin, t->p,
-                      options_.significance, 1 - options_.faster_margin)};
+                      kFasterSignificance, 1 - options_.faster_margin)};
 }
 
 std::optional<std::string> AutoAmpPolicy::far_slower() const {
