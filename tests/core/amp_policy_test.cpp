@@ -126,7 +126,7 @@ TEST(AutoAmpPolicy, OneLossSpikeInTheWatchKeepsMixedPrecision) {
     // The evidence states the test and its margins.
     EXPECT_NE(ev->detail.find("trend + 10 %"), std::string::npos) << ev->detail;
     EXPECT_NE(ev->detail.find("p < 0.01"), std::string::npos) << ev->detail;
-    EXPECT_NE(ev->detail.find("fp32 + 5 %"), std::string::npos) << ev->detail;
+    EXPECT_NE(ev->detail.find("fp32 - 5 %"), std::string::npos) << ev->detail;
   }
 }
 
@@ -149,7 +149,9 @@ TEST(AutoAmpPolicy, SustainedSmallDriftRollsBackAtTheWindowsEnd) {
 
 // Issue 16: a rollback on a shared machine was decided by timing noise: the median of noisy
 // mixed-precision steps landed 6 % above fp32's, over a 5 % margin, though the samples overlap.
-TEST(AutoAmpPolicy, NoisyStepTimesDoNotDecideARollback) {
+// Issue 24: such steps show no gain either, and a change is kept only for a gain: the window
+// rolls back at its end, saying the steps were not shown faster (not that they were slower).
+TEST(AutoAmpPolicy, NoisyStepTimesThatOverlapAreNotShownFaster) {
   AutoAmpOptions o = small();
   o.watch_steps = 12;  // three fp32 probes
   AutoAmpPolicy p(o);
@@ -162,10 +164,67 @@ TEST(AutoAmpPolicy, NoisyStepTimesDoNotDecideARollback) {
     const bool low = p.amp_on();
     const double ms = low ? amp_ms.at(a++) : fp32_ms.at(f++);
     ev = p.observe({s, loss_at(s), false, false, ms, low});
+    if (s < 21) ASSERT_FALSE(ev) << s << ": " << ev->detail;
   }
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->kind, AmpEventKind::Accepted) << ev->detail;
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack) << ev->detail;
+  EXPECT_NE(ev->detail.find("not shown faster"), std::string::npos) << ev->detail;
   EXPECT_NE(ev->detail.find("ratio 1.06"), std::string::npos) << ev->detail;
+}
+
+// Issue 24: on a linear regression bf16 steps took 37.09 ms against 0.16 ms in fp32, and the
+// watch kept them ("p = 0.01, a rollback needs p < 0.01"); on other loops it ran 49 steps 3-12x
+// slower before rolling back. A change that slow rolls back at once, no test to wait for: at the
+// first mixed-precision step after the watch's first fp32 probe (steps 10-12 bf16, 13 fp32, 14),
+// which measures fp32 under the same load; the first bf16 step, filling cast caches, is left out.
+TEST(AutoAmpPolicy, FarSlowerStepsRollBackAtOnce) {
+  AutoAmpOptions o = small();
+  o.watch_steps = 30;
+  AutoAmpPolicy p(o);
+  for (std::int64_t s = 0; s < 10; ++s) p.observe({s, loss_at(s), false, false, 0.16, false});
+  ASSERT_EQ(p.stage(), AmpStage::Watching);
+  std::optional<AmpEvent> ev;
+  std::int64_t s = 10;
+  for (; s < 40 && !ev; ++s) ev = step(p, s, {loss_at(s), 37.09, 0.16});
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack) << ev->detail;
+  EXPECT_EQ(ev->step, 14) << ev->detail;
+  EXPECT_NE(ev->detail.find("37.09 ms against 0.16 ms"), std::string::npos) << ev->detail;
+  EXPECT_NE(ev->detail.find("at once"), std::string::npos) << ev->detail;
+  EXPECT_FALSE(p.amp_on());
+}
+
+// Just under the at-once factor: the cost is not shown by two steps alone, and the window's end
+// rolls it back as not faster. One fast step among them keeps the watch going.
+TEST(AutoAmpPolicy, SlowerStepsBelowTheAbortRatioWaitForTheWindow) {
+  AutoAmpPolicy p(small());
+  warm_up(p);  // 10 ms fp32 steps
+  const std::vector<double> amp_ms{40.0, 30.0, 9.0, 14.0, 14.0, 14.0};
+  std::size_t a = 0;
+  std::optional<AmpEvent> ev;
+  for (std::int64_t s = 10; s < 18; ++s) {
+    const bool low = p.amp_on();
+    ev = p.observe({s, loss_at(s), false, false, low ? amp_ms.at(a++) : 10.0, low});
+    if (s < 17) ASSERT_FALSE(ev) << s << ": " << ev->detail;
+  }
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->kind, AmpEventKind::RolledBack) << ev->detail;
+  EXPECT_NE(ev->detail.find("not shown faster"), std::string::npos) << ev->detail;
+}
+
+// Issue 24: keep a change only for a clear gain. Steps as fast as fp32's (no gain, and bf16's
+// risk to the loss) roll back at the window's end; 5 % faster is the least that is kept.
+TEST(AutoAmpPolicy, StepsNoFasterThanFp32RollBackAndClearlyFasterOnesAreKept) {
+  for (const auto& [amp_ms, kept] : std::vector<std::pair<double, bool>>{
+           {10.0, false}, {9.8, false}, {9.4, true}, {5.0, true}}) {
+    AutoAmpPolicy p(small());
+    warm_up(p);
+    std::optional<AmpEvent> ev;
+    for (std::int64_t s = 10; s < 18; ++s) ev = step(p, s, {loss_at(s), amp_ms, 10.0});
+    ASSERT_TRUE(ev) << amp_ms;
+    EXPECT_EQ(ev->kind, kept ? AmpEventKind::Accepted : AmpEventKind::RolledBack)
+        << amp_ms << ": " << ev->detail;
+  }
 }
 
 TEST(AutoAmpPolicy, AFailedStepTurnsItOffForGood) {
@@ -198,7 +257,7 @@ TEST(AutoAmpPolicy, SlowerStepsRollBackUnlessAllowed) {
   for (std::int64_t s = 10; s < 18; ++s) ev = step(p, s, {loss_at(s), 12.0, 10.0});
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
-  EXPECT_NE(ev->detail.find("slower"), std::string::npos) << ev->detail;
+  EXPECT_NE(ev->detail.find("not shown faster"), std::string::npos) << ev->detail;
 
   AutoAmpOptions o = small();
   o.rollback_if_slower = false;
@@ -222,16 +281,18 @@ TEST(AutoAmpPolicy, InterleavedFp32StepsKeepALoadChangeFromLookingLikeSlowerStep
   EXPECT_DOUBLE_EQ(*p.fp32_step_ms(), 20.0);
   EXPECT_NE(ev->detail.find("3 steps interleaved"), std::string::npos) << ev->detail;
 
-  // Without probes the same run compares against the warm-up's 10 ms and rolls back.
+  // Without probes the same run compares against the warm-up's 10 ms: 1.6x, rolled back at once.
   o.fp32_probe_every = 0;
   AutoAmpPolicy q(o);
   warm_up(q);
-  for (std::int64_t s = 10; s < 22; ++s) {
+  ev.reset();
+  for (std::int64_t s = 10; s < 22 && !ev; ++s) {
     EXPECT_TRUE(q.amp_on());
     ev = step(q, s, {loss_at(s), 16.0, 20.0});
   }
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->kind, AmpEventKind::RolledBack);
+  EXPECT_EQ(ev->step, 12);
 }
 
 TEST(AutoAmpPolicy, NonFiniteLossAfterAcceptanceStillRollsBack) {

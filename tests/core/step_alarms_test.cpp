@@ -188,5 +188,39 @@ TEST(StepAlarms, TheAdvisorMakesFindingsFromTheSeries) {
   EXPECT_TRUE(creep);
 }
 
+
+// Issue 24: Auto switched a linear regression to bf16, its steps got 228x slower, and this
+// finding blamed "another job on the machine". The switch is fathom's own and the finding says so.
+// The epoch is the run's second: Auto's events count steps across epochs (first_step 500).
+TEST(StepAlarms, AutoModesOwnSwitchIsNotBlamedOnAnotherJob) {
+  EpochSummary e;
+  e.steps = 400;
+  e.series = series(400, 0.16, 120, 37.09, 4);
+  analyze_step_series(*e.series);
+  ASSERT_TRUE(e.series->change);
+  MixedPrecisionSummary m;
+  m.policy = "auto";
+  m.state = "enabled";
+  m.dtype = "bf16";
+  m.first_step = 500;
+  m.events.push_back({619, AmpEventKind::Enabled, "after 20 fp32 steps"});
+  e.mixed_precision = m;
+  const Finding* slowdown = nullptr;
+  const auto findings = advise(e, Environment{});
+  for (const Finding& f : findings)
+    if (f.id == finding_id::kStepSlowdown) slowdown = &f;
+  ASSERT_NE(slowdown, nullptr);
+  EXPECT_EQ(slowdown->why.find("another job"), std::string::npos) << slowdown->why;
+  EXPECT_NE(slowdown->title.find("Auto mode's switch to bf16"), std::string::npos)
+      << slowdown->title;
+  EXPECT_NE(slowdown->why.find("fathom's own"), std::string::npos) << slowdown->why;
+
+  // The same change far from Auto's switch is someone else's.
+  e.mixed_precision->events[0].step = 560;
+  for (const Finding& f : advise(e, Environment{}))
+    if (f.id == finding_id::kStepSlowdown)
+      EXPECT_NE(f.why.find("another job"), std::string::npos) << f.why;
+}
+
 }  // namespace
 }  // namespace fathom

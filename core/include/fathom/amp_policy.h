@@ -6,7 +6,8 @@
 //   neither a drift nor slower steps)--> enabled
 //   watching / enabled --(non-finite loss or gradients, a step that failed under mixed
 //   precision)--> rolled back at once (for good; the report says why)
-//   watching --(a drift or slower steps that the window's rank tests show)--> rolled back
+//   watching --(mixed-precision steps slower than fp32 by abort_ratio)--> rolled back at once
+//   watching --(a drift, or steps not shown faster, at the window's end)--> rolled back
 //   warming up --(no loss from the loop)--> not enabled
 //
 // Step times measured minutes apart compare the load of the machine as much as the precision, so
@@ -16,8 +17,13 @@
 // Keep or roll back is decided over the whole watch window by one-sided Mann-Whitney rank tests
 // (analyze/rank_test.h), never by one step: the mixed-precision losses' excess over the fp32
 // trend plus `tolerance` against the fp32 losses' residuals around it (the warm-up's and the
-// probes'), and the mixed-precision step times against the fp32 step times times
-// (1 + slower_margin). Each rolls back only at p < significance. Before the window ends, a drift
+// probes'), and the fp32 step times times (1 - faster_margin) against the mixed-precision step
+// times. The loss test rolls back at p < significance; the speed test keeps mixed precision only
+// at p < 0.05, with the median ratio at most 1 - faster_margin: a change is kept because
+// it was shown to pay, not because it was not shown to hurt. A change that makes steps slower by
+// more than abort_ratio (the fastest of at least two mixed-precision steps after the first, which
+// pays for cast caches, against the watch's first fp32 probes) rolls back at once: no test is needed to see a 3x slowdown, and
+// waiting for the window would cost the loop that many slow steps. Before the window ends, a drift
 // rolls back early only when the median of the last smooth_steps losses is beyond the trend's
 // limit (tolerance plus 3 noise) and the rank test over the window so far agrees. The event's
 // detail states the medians, the margins and the p-values.
@@ -38,11 +44,17 @@ std::string_view amp_stage_name(AmpStage s) noexcept;
 
 struct AutoAmpOptions {
   int warmup_steps = 20;    // fp32 steps with a loss that set the trend
-  int watch_steps = 30;     // steps watched before accepting (fp32 probes included)
+  int watch_steps = 12;     // steps watched before accepting (fp32 probes included): a short trial
   double tolerance = 0.10;  // relative rise of the loss over the fp32 trend allowed
   int smooth_steps = 5;     // the early drift check's median is over this many losses
+  // Roll back unless the steps are faster by faster_margin (false: keep whatever the speed).
   bool rollback_if_slower = true;
-  double slower_margin = 0.05;  // slower means step times above fp32's by more than this share
+  double faster_margin = 0.05;  // kept only when steps are at least this share faster than fp32's
+  double abort_ratio = 1.5;     // steps this many times fp32's roll back at once, not at a test
+  // Try only where the device runs 16 bits on units built for it (amp_hardware.h): Tensor Cores,
+  // a CPU's AMX or AVX-512 BF16 within ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY. Elsewhere 16
+  // bits are emulated (slower) and some ops have no 16-bit kernel at all.
+  bool native_only = true;
   int fp32_probe_every = 4;     // during the watch, every n-th step runs fp32 (0: none)
   double significance = 0.01;   // the rank tests roll back at one-sided p below this
 };
@@ -94,6 +106,7 @@ class AutoAmpPolicy {
   Verdict loss_verdict() const;
   Verdict speed_verdict() const;
   std::optional<std::string> early_drift(std::int64_t step) const;
+  std::optional<std::string> far_slower() const;
   std::vector<double> fp32_loss_residuals() const;
 
   AutoAmpOptions options_;

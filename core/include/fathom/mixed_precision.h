@@ -53,8 +53,11 @@ struct AmpDeviceFacts {
   std::string device_name;
   int compute_major = 0;
   int compute_minor = 0;
-  // CPU runs: the bf16 units the host has (cpu_bf16_units(), host_info.h); empty: none.
+  // CPU runs: the bf16 units the host has and this process's kernels may use (cpu_bf16_units(),
+  // host_info.h, less what usable_cpu_bf16_units() takes away); empty: none.
   std::vector<std::string> cpu_bf16_units;
+  // What took the host's units away ("ONEDNN_MAX_CPU_ISA=AVX2"); "" when nothing did.
+  std::string cpu_bf16_limit;
 };
 
 // At most this many scale points per epoch: the scale the epoch started with, then the latest
@@ -81,6 +84,9 @@ struct MixedPrecisionSummary {
   std::optional<double> fp32_loss_reference;
   std::optional<double> amp_loss;
   std::vector<AmpEvent> events;
+  // The session-wide step number of the epoch's first step: events count steps across epochs,
+  // the epoch's step series from 0. Not in the JSON report (a report read back has 0).
+  std::int64_t first_step = 0;
   // The device the policy ran on, for the advisor's suggestion (amp_advice.h); not in the JSON
   // report, so a report read back has none and gets no new suggestion.
   std::optional<AmpDeviceFacts> device;

@@ -3,15 +3,59 @@
 // analyze/step_alarms.cpp, which the session runs before the advisor.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "advise/advisor_rules.h"
 #include "analyze/step_alarms.h"
 #include "records/thresholds.h"
 
 namespace fathom::advice {
 
+namespace {
+
+// The event of Auto mode's own switch to 16 bits at the change, if it made the change: the first
+// mixed-precision step is the one after the event, and the series may hold every stride-th step.
+const AmpEvent* auto_switch_at(const EpochSummary& e, const StepChange& c) {
+  if (!e.mixed_precision) return nullptr;
+  const std::int64_t near = 2 * std::max<std::int64_t>(e.series->stride, 1);
+  for (const AmpEvent& ev : e.mixed_precision->events) {
+    if (ev.kind != AmpEventKind::Enabled) continue;
+    const std::int64_t first = ev.step + 1 - e.mixed_precision->first_step;
+    if (c.step >= first - near && c.step <= first + near) return &ev;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 void step_slowdown(const EpochSummary& e, std::vector<Finding>& out) {
   if (!e.series || !e.series->change) return;
   const StepChange& c = *e.series->change;
+  if (const AmpEvent* ev = auto_switch_at(e, c)) {
+    // Issue 24: Auto's bf16 made steps 228x slower and this finding blamed another job. It is
+    // fathom's own change: say so, with what Auto did about it.
+    const MixedPrecisionSummary& m = *e.mixed_precision;
+    std::string title = step_change_text(c);
+    title[0] = 'S';
+    Finding f = make_finding(finding_id::kStepSlowdown, Severity::Info,
+                             title + ": Auto mode's switch to " +
+                                 (m.dtype.empty() ? std::string("16 bits") : m.dtype));
+    f.evidence.push_back({"median step time before / after",
+                          fmt::format("{:.3f} ms / {:.3f} ms", c.before_ms, c.after_ms)});
+    f.evidence.push_back({"Auto mode's switch",
+                          fmt::format("mixed precision on after step {} (its event)", ev->step)});
+    f.evidence.push_back({"mixed precision at the epoch's end", m.state});
+    f.why =
+        "fathom's Auto mode turned mixed precision on at this step, to time it against fp32: the "
+        "change is fathom's own doing, not the machine's or the loop's. Auto keeps it only "
+        "when the steps are faster and rolls it back at once when they are far slower; the "
+        "mixed-precision section's events say what the trial measured and decided.";
+    f.fix =
+        "fathom::configure_amp(session, fathom::AmpOptions().when(fathom::AmpOptions::When::Never));"
+        "  // keeps Auto mode off mixed precision";
+    out.push_back(std::move(f));
+    return;
+  }
   // The sentence the session's in-run warning and NVTX mark say, capitalized as a title.
   std::string title = step_change_text(c);
   title[0] = 'S';

@@ -84,9 +84,12 @@ std::optional<Finding> cpu_finding(const EpochSummary& e, const AmpDeviceFacts& 
                                    std::vector<Unmeasured>& not_measured) {
   if (device.cpu_bf16_units.empty()) {
     note(not_measured, "mixed-precision speed-up on CPU",
-         "this CPU lists no bf16 units (amx_bf16, avx512_bf16) in /proc/cpuinfo: bf16 autocast "
-         "would run emulated, usually slower than fp32, so fathom does not suggest it (Auto mode "
-         "times fp32 against bf16 steps and rolls back if slower)");
+         (device.cpu_bf16_limit.empty()
+              ? std::string("this CPU lists no bf16 units (amx_bf16, avx512_bf16) in /proc/cpuinfo")
+              : "this process's kernels may not use the CPU's bf16 units (" +
+                    device.cpu_bf16_limit + ")") +
+             ": bf16 autocast would run emulated, usually slower than fp32, so fathom neither "
+             "suggests nor tries it (Auto mode stays in fp32)");
     return std::nullopt;
   }
   note(not_measured, "mixed-precision speed-up on CPU",

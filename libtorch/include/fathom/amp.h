@@ -5,12 +5,14 @@
 //   { auto b = step.backward();  step.scaled(loss).backward(); }            // GradScaler for fp16
 //   { auto o = step.optimizer(); step.apply(optimizer); }                   // unscale, skip on inf
 //
-// In Mode::Auto fathom runs the first steps in fp32 and fits the loss trend, then turns autocast
-// on (bf16 on CPUs and GPUs from compute capability 8.0, fp16 with a GradScaler before), watches
-// the next steps, and turns it back off for good, saying why in the report, when the loss goes
-// non-finite, when a step throws under mixed precision (or as a comparison step; guarded_step
-// then runs it again in fp32), or when the watch window's rank tests show the loss above the fp32
-// trend by more than the tolerance or the steps slower (amp_policy.h). Once a 16-bit step has
+// In Mode::Auto fathom runs the first steps in fp32 and fits the loss trend, then, where the
+// device runs 16 bits natively (Tensor Cores; a CPU's AMX or AVX-512 BF16), turns autocast on
+// (bf16 on CPUs and GPUs from compute capability 8.0, fp16 with a GradScaler before), watches a
+// short trial, and turns it back off for good, saying why in the report, when the loss goes
+// non-finite, when steps run 1.5x slower (at once), when a step throws under mixed precision (or
+// as a comparison step; guarded_step then runs it again in fp32; a fathom::forward or Sequential
+// that throws runs again in fp32 at once), or when the trial does not show the loss within the
+// tolerance of the fp32 trend and the steps faster (amp_policy.h). Once a 16-bit step has
 // run, fp32 forwards run under fp32 autocast, so 16-bit state a step left behind (an LSTM's
 // hidden state) is cast up at autocast's ops instead of failing in an fp32 kernel.
 // Other modes run fp32 unless AmpOptions::when(Always) says otherwise; Suggest lists what
@@ -20,6 +22,7 @@
 #include <fathom/amp_policy.h>
 #include <fathom/grad_scaler.h>
 
+#include <exception>
 #include <optional>
 
 namespace fathom {
@@ -68,6 +71,13 @@ class AmpOptions {
     auto_.rollback_if_slower = v;
     return *this;
   }
+  // Try mixed precision only where the device runs 16 bits natively (the default: Tensor Cores,
+  // a CPU's AMX or AVX-512 BF16 units within ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY); false
+  // tries it anywhere, for the step timing to decide.
+  AmpOptions& native_only(bool v) {
+    auto_.native_only = v;
+    return *this;
+  }
   // The rank tests' one-sided p below which the watch rolls back (default 0.01).
   AmpOptions& significance(double v) {
     auto_.significance = v;
@@ -97,5 +107,26 @@ void configure_amp(Session& session, const AmpOptions& options);
 
 // The session's GradScaler while fp16 runs (nullptr otherwise): to save its state in a checkpoint.
 GradScaler* session_grad_scaler(Session& session) noexcept;
+
+namespace detail {
+// The call of fathom::forward and fathom::forward(Sequential) when the region they ran threw:
+// true when that region ran under Auto mode's autocast, which is then off for good (the report's
+// event has the error) and the rest of the step runs in fp32 under fp32 autocast, so the region
+// may run again; false: not Auto's doing, rethrow.
+bool amp_region_failed(const std::exception& error) noexcept;
+
+// Runs a region once; when it throws under Auto's mixed precision (an op with no 16-bit kernel),
+// once more in fp32, so Auto mode never ends a loop that ran without it. The region must be safe
+// to run twice (a forward is: what it changed in modules, running statistics, is rerun too).
+template <typename Run>
+auto amp_region(Run&& run) -> decltype(run()) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    if (!amp_region_failed(e)) throw;
+  }
+  return run();
+}
+}  // namespace detail
 
 }  // namespace fathom

@@ -18,6 +18,7 @@
 // LibTorch modules have no forward hooks, so the children a custom module's forward calls are
 // invisible to fathom: a range per child needs that child called through fathom::forward in the
 // module's own forward, one line each (`x = fathom::forward(fc1, x);` for `x = fc1(x);`).
+#include <fathom/amp.h>
 #include <fathom/block.h>
 #include <fathom/module_forms.h>
 #include <fathom/session.h>
@@ -52,8 +53,13 @@ concept TensorBlockCall = sizeof...(Args) == 1 &&
 template <typename Module, typename... Args>
 requires detail::ModuleCall<Module, Args...>
 auto forward(Module& module, Args&&... args) {
+  // Under Auto's mixed precision a module that throws (an op with no 16-bit kernel) runs again in
+  // fp32 (amp.h): its arguments are passed as lvalues so the second run still has them.
   if constexpr (detail::TensorBlockCall<Module, Args...>) {
-    return block(module, static_cast<const at::Tensor&>(args)...);
+    return detail::amp_region([&] { return block(module, static_cast<const at::Tensor&>(args)...); });
+  } else if constexpr (requires { detail::module_of(module).forward(args...); }) {
+    ModuleScope range(detail::module_of(module));
+    return detail::amp_region([&] { return detail::module_of(module).forward(args...); });
   } else {
     ModuleScope range(detail::module_of(module));
     return detail::module_of(module).forward(std::forward<Args>(args)...);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "advise/advisor.h"
+#include "analyze/amp_hardware.h"
 #include "collect/clock.h"
 #include "collect/host_info.h"
 #include "records/warning_sink.h"
@@ -42,8 +43,12 @@ AmpExtension::AmpExtension(Mode mode, std::optional<c10::Device> device)
     } catch (const std::exception&) {
       // Leaves compute capability 0: the suggestion then says the GPU is not in the table.
     }
-  } else {
-    device_.cpu_bf16_units = cpu_bf16_units();
+  }
+  // Also for a CUDA session: a loss on the CPU makes autocast's device the CPU.
+  try {
+    device_.cpu_bf16_units = cpu_bf16_units_here(&device_.cpu_bf16_limit);
+  } catch (const std::exception&) {
+    // No units known: Auto then does not try bf16 on the CPU.
   }
   on_epoch_begin(0);
 }
@@ -85,6 +90,17 @@ bool AmpExtension::prepare(std::string& why_not) {
   device_type_ = type;
   dtype_ = dtype;
   return true;
+}
+
+std::string AmpExtension::tried_on() const {
+  if (*device_type_ == c10::DeviceType::CUDA)
+    return device_.compute_major > 0 ? " (compute capability " +
+                                           std::to_string(device_.compute_major) + "." +
+                                           std::to_string(device_.compute_minor) + ")"
+                                     : "";
+  std::string units;
+  for (const std::string& u : device_.cpu_bf16_units) units += (units.empty() ? "" : ", ") + u;
+  return units.empty() ? " (no bf16 units: native_only is off)" : " (" + units + ")";
 }
 
 void AmpExtension::record(AmpEvent event) {
@@ -181,6 +197,29 @@ bool AmpExtension::apply(torch::optim::Optimizer& optimizer) {
   return true;
 }
 
+bool AmpExtension::recover_failed_region(const char* what) noexcept {
+  // saved_ is not empty inside a forward phase that entered autocast: outside one the error is
+  // not autocast's.
+  if (!auto_policy() || !amp_this_step_ || !device_type_ || !dtype_ || saved_.empty()) return false;
+  try {
+    leave_autocast(*device_type_, saved_.back());
+    saved_.back() = enter_fp32_autocast(*device_type_);
+    amp_this_step_ = false;
+    upcast_this_step_ = true;  // the phase's end leaves the fp32 autocast
+    record(policy_.fail(
+        global_step_,
+        "step " + std::to_string(global_step_) + ": a region of its forward (fathom::forward) " +
+            "threw under " + std::string(short_dtype_name(*dtype_)) +
+            " autocast, so mixed precision is off for good and the region ran again in fp32 " +
+            "(under fp32 autocast, which casts up what 16-bit steps left behind); the error: " +
+            what));
+    return true;
+  } catch (...) {
+    detail::swallowed("amp/amp_extension.cpp");
+    return false;
+  }
+}
+
 bool AmpExtension::recover_failed_step(const std::string& what) {
   if (!pending_failure_ || *pending_failure_ >= epoch_.events.size()) return false;
   AmpEvent& ev = epoch_.events[*pending_failure_];
@@ -199,6 +238,7 @@ bool AmpExtension::recover_failed_step(const std::string& what) {
 
 void AmpExtension::on_epoch_begin(std::int64_t) noexcept {
   epoch_ = MixedPrecisionSummary{};
+  epoch_.first_step = global_step_;
   epoch_.phases = {{Phase::Forward, 0, 0}, {Phase::Backward, 0, 0}, {Phase::Optimizer, 0, 0}};
 }
 
@@ -314,7 +354,20 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
       if (std::optional<AmpEvent> ev = policy_.observe(o)) {
         if (ev->kind == AmpEventKind::Enabled) {
           std::string why;
-          if (!prepare(why)) ev = policy_.refuse(global_step_, why);
+          if (!prepare(why)) {
+            ev = policy_.refuse(global_step_, why);
+          } else if (std::optional<std::string> emulated =
+                         options_.auto_options().native_only
+                             ? amp_not_native(device_, *device_type_ == c10::DeviceType::CUDA)
+                             : std::nullopt) {
+            device_type_.reset();  // prepared for nothing: no step runs under autocast
+            dtype_.reset();
+            scaler_.reset();
+            ev = policy_.refuse(global_step_, *emulated);
+          } else {
+            ev->detail += "; trying " + std::string(short_dtype_name(*dtype_)) + " autocast on " +
+                          lower_device_name(*device_type_) + tried_on();
+          }
         }
         record(std::move(*ev));
       }
@@ -377,6 +430,11 @@ detail::AmpExtension* amp_of(detail::SessionState* state) noexcept {
   return state ? state->extensions().amp : nullptr;
 }
 }  // namespace
+
+bool detail::amp_region_failed(const std::exception& error) noexcept {
+  detail::AmpExtension* amp = amp_of(detail::SessionState::current());
+  return amp && amp->recover_failed_region(error.what());
+}
 
 at::Tensor StepScope::scaled(const at::Tensor& loss) {
   detail::AmpExtension* amp = amp_of(state_);

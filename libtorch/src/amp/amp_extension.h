@@ -18,6 +18,11 @@
 
 namespace fathom::detail {
 
+// The bf16 units of this host (cpu_bf16_units()) that this process's kernels may use, with the
+// ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) and ATen capability caps applied; limited_by gets the
+// cap that took units away (usable_cpu_bf16_units(), amp_hardware.h).
+std::vector<std::string> cpu_bf16_units_here(std::string* limited_by = nullptr);
+
 class AmpExtension final : public SessionExtension {
  public:
   // device: the session's CUDA device (nullopt on a CPU-only run).
@@ -39,6 +44,10 @@ class AmpExtension final : public SessionExtension {
   // error to the report's event and returns true when the step may run again, in fp32: its
   // optimizer phase had not begun. False: not a mixed-precision failure, or not safe to retry.
   bool recover_failed_step(const std::string& what);
+  // amp_region_failed's work (amp.h): a region of this step's forward threw under autocast. Rolls
+  // mixed precision back for good, turns the open forward phase to fp32 autocast and returns true
+  // (the region may run again); false when the step was not running under Auto's autocast.
+  bool recover_failed_region(const char* what) noexcept;
 
   void on_epoch_begin(std::int64_t epoch) noexcept override;
   void on_step_begin(std::int64_t step) noexcept override;
@@ -58,6 +67,8 @@ class AmpExtension final : public SessionExtension {
   // when mixed precision cannot run in this loop.
   bool prepare(std::string& why_not);
   void record(AmpEvent event);
+  // " (avx512_bf16)", " (compute capability 8.0)": the units a trial runs on, for its event.
+  std::string tried_on() const;
   void count_phase(Phase phase);
   void note_scale();
   bool check_finite_gradients(torch::optim::Optimizer& optimizer);

@@ -1,3 +1,4 @@
+#include <fathom/amp.h>
 #include <fathom/sequential.h>
 
 #include "checkpoint/chain_runner.h"
@@ -5,12 +6,13 @@
 namespace fathom {
 
 at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input) {
-  return detail::run_sequential(seq, input, nullptr);
+  // Under Auto's mixed precision an item that throws runs the Sequential again in fp32 (amp.h).
+  return detail::amp_region([&] { return detail::run_sequential(seq, input, nullptr); });
 }
 
 at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input,
                    const std::vector<CheckpointSegment>& checkpointed) {
-  return detail::run_sequential(seq, input, &checkpointed);
+  return detail::amp_region([&] { return detail::run_sequential(seq, input, &checkpointed); });
 }
 
 }  // namespace fathom
