@@ -201,9 +201,29 @@ constexpr KernelRule kRules[] = {
 };
 // clang-format on
 
-char lower(char c) noexcept {
-  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+// ASCII only, inline: std::tolower is a call through the C locale per character, and with
+// std::search over every row's tokens it made a 210-byte name cost ~40 us to classify (300k
+// distinct names in an activity file took longer than a minute).
+constexpr char lower(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }
+
+// A name cut to the classified prefix with its lowercase copy beside it, on the stack (this runs
+// in vendor callbacks: no allocation), so each token is one string_view::find over lowercase text.
+class LoweredName {
+ public:
+  explicit LoweredName(std::string_view name) noexcept : text_(kernel_name_prefix(name)) {
+    for (std::size_t i = 0; i < text_.size(); ++i) lowered_[i] = lower(text_[i]);
+  }
+  LoweredName(const LoweredName&) = delete;
+  LoweredName& operator=(const LoweredName&) = delete;
+  std::string_view text() const noexcept { return text_; }
+  std::string_view lowered() const noexcept { return {lowered_, text_.size()}; }
+
+ private:
+  std::string_view text_;
+  char lowered_[kKernelNameBytes];
+};
 
 // Character classes for word boundaries: other, digit, upper, lower.
 int char_class(char c) noexcept {
@@ -222,31 +242,27 @@ bool boundary(char a, char b) noexcept {
   return x != y && !(x == 2 && y == 3);
 }
 
-// Case-insensitive token test; token text is lowercase. No allocation: this runs in vendor
-// callbacks.
-bool contains(std::string_view name, const NameToken& token) noexcept {
+// Case-insensitive token test; token text is lowercase. The search runs on the lowercase copy,
+// word boundaries on the original (a capital starts a word).
+bool contains(const LoweredName& name, const NameToken& token) noexcept {
   const std::string_view t = token.text;
   if (t.empty()) return true;
-  auto from = name.begin();
-  while (true) {
-    auto it = std::search(from, name.end(), t.begin(), t.end(),
-                          [](char a, char b) noexcept { return lower(a) == b; });
-    if (it == name.end()) return false;
+  const std::string_view text = name.text(), low = name.lowered();
+  for (std::size_t at = low.find(t); at != std::string_view::npos; at = low.find(t, at + 1)) {
     if (!token.whole_word) return true;
-    const auto at = static_cast<std::size_t>(it - name.begin());
     const std::size_t end = at + t.size();
-    const bool starts = at == 0 || boundary(name[at - 1], name[at]);
-    const bool ends = end == name.size() || boundary(name[end - 1], name[end]);
+    const bool starts = at == 0 || boundary(text[at - 1], text[at]);
+    const bool ends = end == text.size() || boundary(text[end - 1], text[end]);
     if (starts && ends) return true;
-    from = it + 1;
   }
+  return false;
 }
 
-bool contains_text(std::string_view name, std::string_view text) noexcept {
+bool contains_text(const LoweredName& name, std::string_view text) noexcept {
   return contains(name, NameToken(text, false));
 }
 
-bool matches(const KernelRule& r, std::string_view name) noexcept {
+bool matches(const KernelRule& r, const LoweredName& name) noexcept {
   for (const NameToken& t : r.all_of)
     if (!t.text.empty() && !contains(name, t)) return false;
   bool any_given = false;
@@ -261,14 +277,9 @@ bool matches(const KernelRule& r, std::string_view name) noexcept {
 // cuBLAS nvjet names carry the types as letters after the prefix: nvjet_[smNN_]hsh_..., tst_...
 // An "s" (fp32) first letter says nothing until a tf32 token does: left to precision_from_name.
 Precision nvjet_precision(std::string_view name) noexcept {
-  std::size_t at = 0;
-  for (std::size_t i = 0; i + 6 <= name.size(); ++i) {
-    if (contains_text(name.substr(i, 6), "nvjet_")) {
-      at = i + 6;
-      break;
-    }
-  }
-  if (at == 0) return P::Unknown;
+  const std::size_t found = LoweredName(name).lowered().find("nvjet_");
+  if (found == std::string_view::npos) return P::Unknown;
+  std::size_t at = found + 6;
   if (at + 2 < name.size() && lower(name[at]) == 's' && lower(name[at + 1]) == 'm') {
     std::size_t u = name.find('_', at);
     if (u == std::string_view::npos) return P::Unknown;
@@ -289,7 +300,7 @@ Precision nvjet_precision(std::string_view name) noexcept {
 }
 
 bool fp32_math(std::string_view name, Precision p) noexcept {
-  return p == P::FP32 || p == P::FP64 || contains_text(name, "ffma");
+  return p == P::FP32 || p == P::FP64 || LoweredName(name).lowered().find("ffma") != std::string_view::npos;
 }
 
 // Fused attention: the architecture the kernel was built for, else the device's.
@@ -375,7 +386,7 @@ Precision precision_from_name(std::string_view name) noexcept {
   // The template arguments say the element type; the parameters are scalars or repeat them. C++
   // "double" comes last: in a kernel that names float (or a narrower type) as well, the doubles
   // are scalars passed by value (the fused optimizers' lr, betas and eps), not its data.
-  const std::string_view types = without_parameters(name);
+  const LoweredName types(without_parameters(name));
   for (const Token& t : kTokens)
     if (contains_text(types, t.text)) return t.precision;
   return P::Unknown;
@@ -405,8 +416,10 @@ KernelClass classify_kernel(std::string_view name) noexcept {
 }
 
 KernelClass classify_kernel(std::string_view name, ComputeCapability device) noexcept {
+  const LoweredName lowered(name);
+  name = lowered.text();
   for (const KernelRule& r : kRules) {
-    if (!matches(r, name)) continue;
+    if (!matches(r, lowered)) continue;
     KernelClass c;
     c.family = r.family;
     c.communication = r.unit == U::Communication;
