@@ -63,15 +63,17 @@ double linreg(int steps) {
   for (int s = 0; s < steps; ++s) {
     auto x = torch::randn({64, 4});
     auto y = x.matmul(w) + 0.1 * torch::randn({64, 1});
-    loss = train_step(e, 64, opt, [&] { return F::mse_loss(fathom::forward(model, x).to(torch::kFloat), y); });
+    loss = train_step(e, 64, opt,
+                      [&] { return F::mse_loss(fathom::forward(model, x).to(torch::kFloat), y); });
   }
   return loss;
 }
 
 double mnist(int steps) {
   using namespace torch::nn;
-  Sequential model(Conv2d(Conv2dOptions(1, 8, 5)), ReLU(), MaxPool2d(2), Conv2d(Conv2dOptions(8, 16, 5)),
-                   ReLU(), MaxPool2d(2), Flatten(), Linear(256, 64), ReLU(), Linear(64, 10));
+  Sequential model(Conv2d(Conv2dOptions(1, 8, 5)), ReLU(), MaxPool2d(2),
+                   Conv2d(Conv2dOptions(8, 16, 5)), ReLU(), MaxPool2d(2), Flatten(),
+                   Linear(256, 64), ReLU(), Linear(64, 10));
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   fathom::Session session = make_session("mnist");
   session.watch(*model);
@@ -151,7 +153,8 @@ struct LmImpl : torch::nn::Module {
   torch::nn::Linear head{nullptr};
   LmImpl() {
     embed = register_module("embed", torch::nn::Embedding(64, 32));
-    lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(32, 64).batch_first(true)));
+    lstm =
+        register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(32, 64).batch_first(true)));
     head = register_module("head", torch::nn::Linear(64, 64));
   }
   std::tuple<torch::Tensor, std::tuple<torch::Tensor, torch::Tensor>> forward(
@@ -168,7 +171,8 @@ double lstm(int steps) {
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(1.0));
   fathom::Session session = make_session("lstm");
   session.watch(*model);
-  std::tuple<torch::Tensor, torch::Tensor> state{torch::zeros({1, 8, 64}), torch::zeros({1, 8, 64})};
+  std::tuple<torch::Tensor, torch::Tensor> state{torch::zeros({1, 8, 64}),
+                                                 torch::zeros({1, 8, 64})};
   double loss = 0;
   auto e = session.epoch();
   for (int s = 0; s < steps; ++s) {
@@ -211,9 +215,10 @@ struct GptImpl : torch::nn::Module {
     tok = register_module("tok", torch::nn::Embedding(128, 64));
     pos = register_module("pos", torch::nn::Embedding(32, 64));
     layers = register_module(
-        "layers", torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
-                      torch::nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0),
-                      2)));
+        "layers",
+        torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
+            torch::nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0),
+            2)));
     head = register_module("head", torch::nn::Linear(64, 128));
   }
   torch::Tensor forward(const torch::Tensor& tokens) {
@@ -252,8 +257,9 @@ int main(int argc, char** argv) {
       {"lstm", {lstm, 400}},      {"resnet", {resnet, 150}}, {"transformer", {transformer, 300}}};
   const auto it = argc > 1 ? loops.find(argv[1]) : loops.end();
   if (it == loops.end()) {
-    std::fprintf(stderr, "usage: auto_loops_bench LOOP [STEPS]; LOOP: linreg, mnist, gan, lstm, "
-                         "resnet, transformer\n");
+    std::fprintf(stderr,
+                 "usage: auto_loops_bench LOOP [STEPS]; LOOP: linreg, mnist, gan, lstm, "
+                 "resnet, transformer\n");
     return 2;
   }
   torch::set_num_threads(1);

@@ -28,7 +28,8 @@ std::vector<std::string> names_of(int count, std::size_t bytes) {
     std::string s =
         "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
         "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
-        "at::detail::Array<char*, 3>)_" + std::to_string(i);
+        "at::detail::Array<char*, 3>)_" +
+        std::to_string(i);
     s.resize(bytes, 'x');
     names.push_back(std::move(s));
   }

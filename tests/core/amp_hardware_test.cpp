@@ -37,8 +37,7 @@ TEST(AmpHardware, OneDnnAndAtenCapsTakeUnitsAway) {
 
 TEST(AmpHardware, ACpuWithoutUsableUnitsIsNotNativeAndSaysWhy) {
   AmpDeviceFacts cpu;
-  EXPECT_NE(amp_not_native(cpu, false).value_or("").find("lists no bf16 units"),
-            std::string::npos);
+  EXPECT_NE(amp_not_native(cpu, false).value_or("").find("lists no bf16 units"), std::string::npos);
   cpu.cpu_bf16_limit = "ONEDNN_MAX_CPU_ISA=AVX2";
   EXPECT_NE(amp_not_native(cpu, false).value_or("").find("ONEDNN_MAX_CPU_ISA=AVX2"),
             std::string::npos);

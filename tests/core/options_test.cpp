@@ -180,10 +180,10 @@ void expect_escaped_and_cut(const std::string& msg, std::string_view name, std::
 }
 
 TEST(Options, EveryEchoedValueIsEscapedAndCut) {
-  for (const char* name : {"FATHOM_MODE", "FATHOM_NVTX", "FATHOM_CUPTI", "FATHOM_PRINT",
-                           "FATHOM_PROGRESS", "FATHOM_RECORD_SHAPES", "FATHOM_AUTOGRAD_HOOK",
-                           "FATHOM_COUNT_FLOPS", "FATHOM_CHECKPOINT_BUDGET",
-                           "FATHOM_MERGE_TIMEOUT", "FATHOM_RUN_NAME"})
+  for (const char* name :
+       {"FATHOM_MODE", "FATHOM_NVTX", "FATHOM_CUPTI", "FATHOM_PRINT", "FATHOM_PROGRESS",
+        "FATHOM_RECORD_SHAPES", "FATHOM_AUTOGRAD_HOOK", "FATHOM_COUNT_FLOPS",
+        "FATHOM_CHECKPOINT_BUDGET", "FATHOM_MERGE_TIMEOUT", "FATHOM_RUN_NAME"})
     expect_escaped_and_cut(error_of_variable(name, hostile_value()), name, 1000);
   // A memory budget's unit is echoed on its own.
   expect_escaped_and_cut(error_of_variable("FATHOM_CHECKPOINT_BUDGET", "12" + hostile_value()),
@@ -194,8 +194,9 @@ TEST(Options, PathsInErrorsAreEscaped) {
   // Paths are cut only past PATH_MAX: real ones are longer than a value's 64 bytes.
   for (const char* name : {"FATHOM_TRACE", "FATHOM_RECORD_ACTIVITY"})
     expect_escaped_and_cut(error_of_variable(name, hostile_value()), name, 5000);
-  expect_escaped_and_cut(error_of_variable("FATHOM_TRACE", "/nonexistent/" + hostile_value(".json")),
-                         "does not exist", 10000);
+  expect_escaped_and_cut(
+      error_of_variable("FATHOM_TRACE", "/nonexistent/" + hostile_value(".json")), "does not exist",
+      10000);
 }
 
 TEST(Options, AnUnknownVariableNameIsEscaped) {

@@ -188,7 +188,6 @@ TEST(StepAlarms, TheAdvisorMakesFindingsFromTheSeries) {
   EXPECT_TRUE(creep);
 }
 
-
 // Issue 24: Auto switched a linear regression to bf16, its steps got 228x slower, and this
 // finding blamed "another job on the machine". The switch is fathom's own and the finding says so.
 // The epoch is the run's second: Auto's events count steps across epochs (first_step 500).

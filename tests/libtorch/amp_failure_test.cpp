@@ -110,10 +110,10 @@ AmpOptions lstm_auto() {
 #define SKIP_WITHOUT_BF16_UNITS()                                                            \
   do {                                                                                       \
     std::string limit;                                                                       \
-    if (detail::cpu_bf16_units_here(&limit).empty())                                        \
-      GTEST_SKIP() << "[needs cpu bf16 units] no bf16 LSTM kernel without amx_bf16 or "       \
+    if (detail::cpu_bf16_units_here(&limit).empty())                                         \
+      GTEST_SKIP() << "[needs cpu bf16 units] no bf16 LSTM kernel without amx_bf16 or "      \
                       "avx512_bf16 units this process may use ("                             \
-                   << (limit.empty() ? std::string("none in /proc/cpuinfo") : limit)          \
+                   << (limit.empty() ? std::string("none in /proc/cpuinfo") : limit)         \
                    << "); AnLstmThroughFathomForwardSurvivesBf16OnAnyCpu covers such hosts"; \
   } while (0)
 
@@ -153,7 +153,9 @@ FailRun train_guarded(const std::string& dir, const std::function<bool(int)>& fa
   torch::nn::Linear model(8, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05));
   Session session(Options().mode(Mode::Auto).report_dir(dir).run_name("g").print_report(false));
-  configure_amp(session, AmpOptions().warmup_steps(5).watch_steps(12).rollback_if_slower(false).native_only(false));
+  configure_amp(
+      session,
+      AmpOptions().warmup_steps(5).watch_steps(12).rollback_if_slower(false).native_only(false));
   FailRun run;
   const auto x = torch::randn({16, 8}), y = x.sum(1, true);
   {
@@ -231,7 +233,9 @@ TEST_F(AmpFailureTest, AFailedBf16StepOutsideGuardedStepIsRethrownAndTurnsItOff)
   torch::nn::Linear model(8, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05));
   Session session(Options().mode(Mode::Auto).report_dir(dir()).print_report(false));
-  configure_amp(session, AmpOptions().warmup_steps(5).watch_steps(12).rollback_if_slower(false).native_only(false));
+  configure_amp(
+      session,
+      AmpOptions().warmup_steps(5).watch_steps(12).rollback_if_slower(false).native_only(false));
   const auto x = torch::randn({16, 8}), y = x.sum(1, true);
   int thrown = 0, bf16_after = 0;
   {
@@ -268,7 +272,6 @@ TEST_F(AmpFailureTest, AnErrorInAnFp32WarmupStepIsTheLoopsAndIsRethrown) {
   EXPECT_THROW(train_guarded(dir(), [](int s) { return s == 2; }), std::runtime_error);
 }
 
-
 // Issue 24: the LSTM loop ended at step 20 with oneDNN's "could not create a primitive
 // descriptor" in bf16. Through fathom::forward the failing forward runs again in fp32 at once and
 // Auto is off for good: the loop never sees the error. native_only off makes Auto try bf16 on
@@ -280,7 +283,8 @@ TEST_F(AmpFailureTest, AnLstmThroughFathomForwardSurvivesBf16OnAnyCpu) {
   Session session(Options().mode(Mode::Auto).report_dir(dir()).run_name("lm").print_report(false));
   configure_amp(session, lstm_auto().native_only(false));
   session.watch(*model);
-  std::tuple<torch::Tensor, torch::Tensor> state{torch::zeros({1, 4, 32}), torch::zeros({1, 4, 32})};
+  std::tuple<torch::Tensor, torch::Tensor> state{torch::zeros({1, 4, 32}),
+                                                 torch::zeros({1, 4, 32})};
   double last = 0;
   const auto train = [&] {
     auto e = session.epoch();
@@ -375,7 +379,10 @@ TEST_F(AmpFailureTest, AutoDoesNotTryBf16WhereTheCpuHasNoUsableBf16Units) {
   MixedPrecisionSummary m;
   {
     Session session(Options().mode(Mode::Auto).report_dir(dir()).print_report(false));
-    if (old) ::setenv("ONEDNN_MAX_CPU_ISA", saved.c_str(), 1); else ::unsetenv("ONEDNN_MAX_CPU_ISA");
+    if (old)
+      ::setenv("ONEDNN_MAX_CPU_ISA", saved.c_str(), 1);
+    else
+      ::unsetenv("ONEDNN_MAX_CPU_ISA");
     configure_amp(session, AmpOptions().warmup_steps(5).watch_steps(12));
     const auto x = torch::randn({16, 8}), y = x.sum(1, true);
     {

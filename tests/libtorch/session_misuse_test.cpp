@@ -73,8 +73,9 @@ TEST_F(SessionTest, ScopesThatOutliveTheirSessionEndAsNoOpsWithAWarning) {
     auto b = step.backward();
     EXPECT_TRUE(torch::equal(fathom::forward(model, x), model->forward(x)));
   }
-  EXPECT_TRUE(w.said("the Session ended while its epoch, step, phase, module scope(s) were still "
-                     "open"))
+  EXPECT_TRUE(
+      w.said("the Session ended while its epoch, step, phase, module scope(s) were still "
+             "open"))
       << w.all();
   EXPECT_TRUE(w.said("epoch 0, still open, is not in the report")) << w.all();
   // A later session on the same thread is reached by module scopes, not the freed one.
@@ -160,8 +161,7 @@ TEST_F(SessionTest, ASampleCountNoBatchHasIsRefused) {
     auto e = session.epoch();
     (void)e.step(-24);
   } catch (const Error& err) {
-    EXPECT_NE(std::string(err.what()).find("a step of -24 samples is not valid"),
-              std::string::npos)
+    EXPECT_NE(std::string(err.what()).find("a step of -24 samples is not valid"), std::string::npos)
         << err.what();
   }
 }

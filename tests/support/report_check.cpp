@@ -4,7 +4,8 @@
 // precision on and that steps ran under it (whatever the policy decided afterwards, which is
 // printed), where this CPU has bf16 units this process's kernels may use; on a CPU without them
 // (or with ONEDNN_MAX_CPU_ISA=AVX2) it requires that Auto said not_enabled and ran no 16-bit step
-// (issue 28: the suite holds on every x86-64 host). --flops: every epoch counted exactly FORWARD and BACKWARD FLOPs per step.
+// (issue 28: the suite holds on every x86-64 host). --flops: every epoch counted exactly FORWARD
+// and BACKWARD FLOPs per step.
 #include <fathom/error.h>
 #include <fathom/report_writers.h>
 

@@ -22,11 +22,11 @@
 // at p < 0.05, with the median ratio at most 1 - faster_margin: a change is kept because
 // it was shown to pay, not because it was not shown to hurt. A change that makes steps slower by
 // more than abort_ratio (the fastest of at least two mixed-precision steps after the first, which
-// pays for cast caches, against the watch's first fp32 probes) rolls back at once: no test is needed to see a 3x slowdown, and
-// waiting for the window would cost the loop that many slow steps. Before the window ends, a drift
-// rolls back early only when the median of the last smooth_steps losses is beyond the trend's
-// limit (tolerance plus 3 noise) and the rank test over the window so far agrees. The event's
-// detail states the medians, the margins and the p-values.
+// pays for cast caches, against the watch's first fp32 probes) rolls back at once: no test is
+// needed to see a 3x slowdown, and waiting for the window would cost the loop that many slow steps.
+// Before the window ends, a drift rolls back early only when the median of the last smooth_steps
+// losses is beyond the trend's limit (tolerance plus 3 noise) and the rank test over the window so
+// far agrees. The event's detail states the medians, the margins and the p-values.
 #include <fathom/loss_trend.h>
 #include <fathom/mixed_precision.h>
 
@@ -55,8 +55,8 @@ struct AutoAmpOptions {
   // a CPU's AMX or AVX-512 BF16 within ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY. Elsewhere 16
   // bits are emulated (slower) and some ops have no 16-bit kernel at all.
   bool native_only = true;
-  int fp32_probe_every = 4;     // during the watch, every n-th step runs fp32 (0: none)
-  double significance = 0.01;   // the rank tests roll back at one-sided p below this
+  int fp32_probe_every = 4;    // during the watch, every n-th step runs fp32 (0: none)
+  double significance = 0.01;  // the rank tests roll back at one-sided p below this
 };
 
 // What one finished step produced.

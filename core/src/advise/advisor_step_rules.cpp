@@ -37,9 +37,9 @@ void step_slowdown(const EpochSummary& e, std::vector<Finding>& out) {
     const MixedPrecisionSummary& m = *e.mixed_precision;
     std::string title = step_change_text(c);
     title[0] = 'S';
-    Finding f = make_finding(finding_id::kStepSlowdown, Severity::Info,
-                             title + ": Auto mode's switch to " +
-                                 (m.dtype.empty() ? std::string("16 bits") : m.dtype));
+    Finding f = make_finding(
+        finding_id::kStepSlowdown, Severity::Info,
+        title + ": Auto mode's switch to " + (m.dtype.empty() ? std::string("16 bits") : m.dtype));
     f.evidence.push_back({"median step time before / after",
                           fmt::format("{:.3f} ms / {:.3f} ms", c.before_ms, c.after_ms)});
     f.evidence.push_back({"Auto mode's switch",
@@ -51,7 +51,8 @@ void step_slowdown(const EpochSummary& e, std::vector<Finding>& out) {
         "when the steps are faster and rolls it back at once when they are far slower; the "
         "mixed-precision section's events say what the trial measured and decided.";
     f.fix =
-        "fathom::configure_amp(session, fathom::AmpOptions().when(fathom::AmpOptions::When::Never));"
+        "fathom::configure_amp(session, "
+        "fathom::AmpOptions().when(fathom::AmpOptions::When::Never));"
         "  // keeps Auto mode off mixed precision";
     out.push_back(std::move(f));
     return;

@@ -300,7 +300,8 @@ Precision nvjet_precision(std::string_view name) noexcept {
 }
 
 bool fp32_math(std::string_view name, Precision p) noexcept {
-  return p == P::FP32 || p == P::FP64 || LoweredName(name).lowered().find("ffma") != std::string_view::npos;
+  return p == P::FP32 || p == P::FP64 ||
+         LoweredName(name).lowered().find("ffma") != std::string_view::npos;
 }
 
 // Fused attention: the architecture the kernel was built for, else the device's.

@@ -225,9 +225,9 @@ std::string format_diff(const ReportDiff& d, double noise) {
       change = m.delta() && *m.delta() != 0 ? value_text(*m.delta(), m.unit) : "0";
     const int v = m.verdict(noise);
     const char* mark = !m.a || !m.b || !m.judged ? ""
-                       : v > 0                     ? "  better"
-                       : v < 0                     ? "  worse"
-                                                   : "  ~";
+                       : v > 0                   ? "  better"
+                       : v < 0                   ? "  worse"
+                                                 : "  ~";
     fmt::format_to(it, "  {:<32} {:>14} {:>14} {:>10}{}\n", m.name, va, vb, change, mark);
   }
   out += "\nfindings\n";

@@ -149,9 +149,10 @@ void check_output_path(const std::string& path, std::string_view source, std::st
 // cannot).
 void check_no_nul(const std::string& path, std::string_view source) {
   if (path.find('\0') == std::string::npos) return;
-  throw Error(fmt::format("{}='{}' holds a NUL byte, which would end the path there; give a path "
-                          "without one",
-                          source, detail::printed_path(path)));
+  throw Error(
+      fmt::format("{}='{}' holds a NUL byte, which would end the path there; give a path "
+                  "without one",
+                  source, detail::printed_path(path)));
 }
 
 }  // namespace

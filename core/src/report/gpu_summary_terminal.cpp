@@ -103,7 +103,10 @@ void transfers(std::string& out, const TransferResult& t) {
   for (const auto& r : t.rows) {
     fmt::format_to(o, "    {:<6} {:<9} {:<6} {:>7} {:>11} {:>11} {:>8} {:>7}\n",
                    memcpy_kind_name(r.direction), memory_kind_name(r.host_memory),
-                   !r.async_known ? "?" : r.async ? "async" : "sync", r.count, bytes_text(r.bytes), ms(r.total_ns),
+                   !r.async_known ? "?"
+                   : r.async      ? "async"
+                                  : "sync",
+                   r.count, bytes_text(r.bytes), ms(r.total_ns),
                    r.gb_per_s ? fmt::format("{:.2f}", *r.gb_per_s) : kDash, pct(r.share_of_peak));
   }
   for (const auto& d : t.directions) {

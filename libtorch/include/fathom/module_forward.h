@@ -56,7 +56,8 @@ auto forward(Module& module, Args&&... args) {
   // Under Auto's mixed precision a module that throws (an op with no 16-bit kernel) runs again in
   // fp32 (amp.h): its arguments are passed as lvalues so the second run still has them.
   if constexpr (detail::TensorBlockCall<Module, Args...>) {
-    return detail::amp_region([&] { return block(module, static_cast<const at::Tensor&>(args)...); });
+    return detail::amp_region(
+        [&] { return block(module, static_cast<const at::Tensor&>(args)...); });
   } else if constexpr (requires { detail::module_of(module).forward(args...); }) {
     ModuleScope range(detail::module_of(module));
     return detail::amp_region([&] { return detail::module_of(module).forward(args...); });

@@ -94,10 +94,10 @@ bool AmpExtension::prepare(std::string& why_not) {
 
 std::string AmpExtension::tried_on() const {
   if (*device_type_ == c10::DeviceType::CUDA)
-    return device_.compute_major > 0 ? " (compute capability " +
-                                           std::to_string(device_.compute_major) + "." +
-                                           std::to_string(device_.compute_minor) + ")"
-                                     : "";
+    return device_.compute_major > 0
+               ? " (compute capability " + std::to_string(device_.compute_major) + "." +
+                     std::to_string(device_.compute_minor) + ")"
+               : "";
   std::string units;
   for (const std::string& u : device_.cpu_bf16_units) units += (units.empty() ? "" : ", ") + u;
   return units.empty() ? " (no bf16 units: native_only is off)" : " (" + units + ")";
@@ -467,8 +467,7 @@ void check_amp_options(const AmpOptions& options) {
         "fp32 trend), got " +
         std::to_string(a.tolerance));
   if (a.warmup_steps < 0 || a.watch_steps < 0)
-    throw Error(std::string("AmpOptions ") +
-                (a.warmup_steps < 0 ? "warmup_steps" : "watch_steps") +
+    throw Error(std::string("AmpOptions ") + (a.warmup_steps < 0 ? "warmup_steps" : "watch_steps") +
                 " must be >= 0 (fathom warms up at least 3 steps and watches at least 1), got " +
                 std::to_string(a.warmup_steps < 0 ? a.warmup_steps : a.watch_steps));
   const double sig = a.significance;

@@ -177,10 +177,12 @@ void SessionState::release_scopes() noexcept {
       if (kinds.find(h.what) == std::string::npos)
         kinds += (kinds.empty() ? "" : ", ") + std::string(h.what);
     detail::warn(
-        "the Session ended while its ", kinds, " scope(s) were still open (a Session destroyed "
+        "the Session ended while its ", kinds,
+        " scope(s) were still open (a Session destroyed "
         "inside the loop, e.g. a std::unique_ptr<Session> reset there): they end without effect",
-        epoch_ ? ", and epoch " + std::to_string(epoch_index_) + ", still open, is not in the report"
-               : std::string(),
+        epoch_
+            ? ", and epoch " + std::to_string(epoch_index_) + ", still open, is not in the report"
+            : std::string(),
         "; let the Session outlive its scopes (declare it before them)");
   } catch (...) {
     detail::swallowed("session/session_state.cpp: the open scopes' warning");

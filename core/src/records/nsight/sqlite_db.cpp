@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "records/file_system.h"
-
 #include <algorithm>
 #include <cctype>
+
+#include "records/file_system.h"
 
 #ifdef FATHOM_HAVE_SQLITE
 #include <sqlite3.h>
