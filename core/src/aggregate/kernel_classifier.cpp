@@ -276,8 +276,9 @@ bool matches(const KernelRule& r, const LoweredName& name) noexcept {
 
 // cuBLAS nvjet names carry the types as letters after the prefix: nvjet_[smNN_]hsh_..., tst_...
 // An "s" (fp32) first letter says nothing until a tf32 token does: left to precision_from_name.
-Precision nvjet_precision(std::string_view name) noexcept {
-  const std::size_t found = LoweredName(name).lowered().find("nvjet_");
+Precision nvjet_precision(const LoweredName& lowered) noexcept {
+  const std::string_view name = lowered.text();
+  const std::size_t found = lowered.lowered().find("nvjet_");
   if (found == std::string_view::npos) return P::Unknown;
   std::size_t at = found + 6;
   if (at + 2 < name.size() && lower(name[at]) == 's' && lower(name[at + 1]) == 'm') {
@@ -299,22 +300,21 @@ Precision nvjet_precision(std::string_view name) noexcept {
   }
 }
 
-bool fp32_math(std::string_view name, Precision p) noexcept {
-  return p == P::FP32 || p == P::FP64 ||
-         LoweredName(name).lowered().find("ffma") != std::string_view::npos;
+bool fp32_math(const LoweredName& name, Precision p) noexcept {
+  return p == P::FP32 || p == P::FP64 || name.lowered().find("ffma") != std::string_view::npos;
 }
 
 // Fused attention: the architecture the kernel was built for, else the device's.
-KernelClass fused_attention(KernelClass c, std::string_view name,
+KernelClass fused_attention(KernelClass c, const LoweredName& lowered,
                             ComputeCapability device) noexcept {
-  int sm = sm_from_name(name);
+  int sm = sm_from_name(lowered.text());
   if (sm == 0 && device.known()) sm = device.sm();
   if (sm == 0) {
     c.decision = Decision::Unknown;
     c.needs_capability = true;
   } else if (sm < 70) {
     c.tensor_core = false;  // no Tensor Cores before Volta: the SIMT path
-  } else if (fp32_math(name, c.precision)) {
+  } else if (fp32_math(lowered, c.precision)) {
     c.decision = Decision::Unknown;  // fp32 runs SIMT, or as TF32 emulation on sm80: not said
   } else if (sm >= 80 || c.precision == P::FP16) {
     c.tensor_core = true;  // Volta and Turing have fp16 Tensor Cores only
@@ -427,10 +427,10 @@ KernelClass classify_kernel(std::string_view name, ComputeCapability device) noe
     c.tensor_core = r.unit == U::TensorCores;
     c.precision = r.precision;
     if (c.precision == P::Unknown && !c.communication) {
-      if (r.family == "nvjet") c.precision = nvjet_precision(name);
+      if (r.family == "nvjet") c.precision = nvjet_precision(lowered);
       if (c.precision == P::Unknown) c.precision = precision_from_name(name);
     }
-    if (r.unit == U::FusedAttention) return fused_attention(c, name, device);
+    if (r.unit == U::FusedAttention) return fused_attention(c, lowered, device);
     return c;
   }
   KernelClass c;
