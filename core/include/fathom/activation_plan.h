@@ -54,10 +54,19 @@
 // neighbour's transfers overlap. Views and in-place ops must be inside the group of the tensor
 // they alias (a group whose output aliases another's cannot be chosen apart from it).
 //
-// The planner is the chain DP of checkpoint_planner.cpp whose per-unit step chooses among the
-// unit's Pareto-optimal choices (kept bytes, bytes at its backward, time), built per unit by
-// dominance pruning; exact (checked against brute force over every assignment) unless a front
-// grew past its cap, and fast: bench/activation_plan_bench plans 200 units.
+// The planner is the chain DP of checkpoint_planner.cpp (state: unit, whether the unit before
+// kept its output; value: the Pareto front of bytes held and extra time) whose step for a unit
+// outside segments chooses among the unit's Pareto-optimal choices. A unit's kept bytes plus what
+// its backward rebuilds or fetches is the same under every choice (all its groups are on the
+// device at its backward), so a choice is worth its kept bytes K_i, its u_i, whether it keeps its
+// output, and its time; the choices are built group by group, dropping dominated ones. Of plans
+// equal in predicted time the DP holds the least memory, so it offloads all the link hides; the
+// plan found then keeps every offloaded group the budget allows at no more predicted time (a
+// hidden transfer still takes pinned host memory and the link). Exact (equal to brute force over
+// every assignment and segmentation in tests/core/activation_plan_test.cpp) unless a front grew
+// past max_front_points and was thinned; bench/activation_plan_bench plans 200 units in well
+// under a second of CPU. The least feasible budget is found by bisection on a feasibility pass
+// that keeps the least memory per state.
 #include <fathom/checkpoint_planner.h>
 
 #include <cstdint>
@@ -92,6 +101,10 @@ struct ActivationPlanOptions {
   double link_bytes_per_second = 0;  // B: host<->device, each way; 0 = unknown, no offloading
   double backward_to_forward = 2.0;  // r: a unit's backward time over its forward time
   int max_segment_units = 0;         // > 0 bounds whole-recompute segments (1: units one by one)
+  // A state's Pareto front, or a unit's choices, beyond this many points are thinned (evenly over
+  // the memory they hold; ActivationPlan::exact = false): small chains never reach it, and it
+  // keeps 200 units under a second.
+  int max_front_points = 1024;
 };
 
 // One assignment: a choice per group of every unit, and the whole-recompute segments (whose
@@ -99,6 +112,18 @@ struct ActivationPlanOptions {
 struct ActivationAssignment {
   std::vector<std::vector<TensorChoice>> choices;  // [unit][group]
   std::vector<CheckpointSegment> segments;         // units [begin, end), in chain order
+};
+
+// One unit's part of an ActivationCost: what the report's per-module table shows.
+struct UnitActivationCost {
+  std::int64_t kept_bytes = 0;
+  std::int64_t recomputed_bytes = 0;
+  std::int64_t offloaded_bytes = 0;
+  std::int64_t peak_bytes = 0;  // at its backward (a segment's units: the segment's recompute)
+  double recompute_ms = 0;
+  double exposed_transfer_ms = 0;
+  double recompute_flops = 0;
+  double extra_ms() const { return recompute_ms + exposed_transfer_ms; }
 };
 
 struct ActivationCost {
@@ -110,6 +135,7 @@ struct ActivationCost {
   double recompute_ms = 0;
   double exposed_transfer_ms = 0;  // transfer time not hidden behind compute
   double recompute_flops = 0;
+  std::vector<UnitActivationCost> units;  // in chain order
   double extra_ms() const { return recompute_ms + exposed_transfer_ms; }
 };
 
