@@ -132,6 +132,7 @@ TEST(Advisor, EveryFindingIdIsDocumented) {
                              id::kLowUtilization,
                              id::kMixedPrecisionRolledBack,
                              id::kActivationCheckpointing,
+                             id::kActivationPlan,
                              id::kRankStraggler,
                              id::kRankDataWait,
                              id::kRankLoadImbalance,

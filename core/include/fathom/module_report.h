@@ -2,6 +2,7 @@
 // The per-module section of an epoch: what each block of a chain saves for backward and how long
 // its forward takes, the checkpoint plan fathom made from that, and the out-of-memory errors a
 // step met. Filled by the checkpoint extension (libtorch/src/checkpoint/checkpoint_extension.cpp).
+#include <fathom/activation_plan.h>
 #include <fathom/checkpoint_planner.h>
 #include <fathom/phase.h>
 
@@ -64,6 +65,54 @@ struct CheckpointPlanReport {
   std::string code;  // how to apply it by hand
 };
 
+// One unit of a chain under a joint keep/recompute/offload plan (activation_plan.h): what the
+// plan does with its saved tensors, and what the model predicts against what a profiled step
+// that ran the plan measured (null until one has).
+struct ActivationModuleRow {
+  std::string name;
+  std::int64_t kept_bytes = 0;
+  std::int64_t recomputed_bytes = 0;
+  std::int64_t offloaded_bytes = 0;
+  std::vector<std::string> recomputed;  // its groups' names
+  std::vector<std::string> offloaded;
+  std::int64_t predicted_peak_bytes = 0;  // activations held at its backward
+  std::optional<std::int64_t> measured_peak_bytes;
+  double predicted_extra_ms = 0;  // its recompute and exposed transfer per step
+  std::optional<double> measured_extra_ms;
+};
+
+// A joint plan for one chain, suggested, or applied by Auto mode.
+struct ActivationPlanReport {
+  std::string chain;
+  std::string budget;                         // as set: "12.00 GiB", "33 % of the activations"
+  std::int64_t budget_bytes = 0;              // activation bytes the planner was given
+  std::int64_t unconstrained_peak_bytes = 0;  // everything kept
+  std::int64_t min_feasible_budget_bytes = 0;
+  std::int64_t predicted_peak_bytes = 0;
+  std::optional<std::int64_t> measured_peak_bytes;
+  std::int64_t predicted_stored_bytes = 0;  // held after the forward
+  double forward_ms = 0;                    // the chain's forward, once
+  double predicted_recompute_ms = 0;        // per step
+  double predicted_transfer_ms = 0;         // transfer time not hidden behind compute, per step
+  std::optional<double> measured_extra_ms;  // a step with the plan against one without
+  std::optional<double> recompute_flop_fraction;  // of the forward's FLOPs (null: not counted)
+  double link_bytes_per_second = 0;               // 0: not measured, nothing offloaded
+  bool feasible = false;
+  bool exact = true;     // false: the planner thinned its fronts (a very long chain)
+  bool applied = false;  // Auto mode ran the steps after with this plan
+  std::vector<ActivationModuleRow> modules;
+  std::string message;
+  std::string code;  // how to apply it by hand
+  double predicted_extra_ms() const { return predicted_recompute_ms + predicted_transfer_ms; }
+};
+
+// The report's view of a plan of `units` (named as they are). Measured fields stay null and
+// budget text, applied and code empty for the caller to fill.
+ActivationPlanReport activation_plan_report(const std::string& chain,
+                                            const std::vector<ActivationUnit>& units,
+                                            const ActivationPlan& plan,
+                                            const ActivationPlanOptions& options = {});
+
 struct OutOfMemoryEvent {
   std::int64_t step = 0;
   Phase phase = Phase::Forward;
@@ -81,6 +130,7 @@ struct ModuleReport {
   std::int64_t profiled_steps = 0;
   std::vector<ModuleMeasurement> modules;
   std::vector<CheckpointPlanReport> plans;
+  std::vector<ActivationPlanReport> activation_plans;  // joint keep/recompute/offload plans
   std::vector<OutOfMemoryEvent> out_of_memory;
 };
 

@@ -73,6 +73,7 @@ std::vector<Finding> advise(const EpochSummary& epoch, const Environment& env,
   advice::memory_creep(epoch, out);
   advice::low_utilization(epoch, out);
   advice::checkpoint_plans(epoch, out);
+  advice::activation_plans(epoch, out);
   if (env.language == "python") advice::write_fixes_in_python(out);
   order_findings(out);
   return out;

@@ -43,6 +43,9 @@ inline constexpr std::string_view kLowUtilization = "flops.low_utilization";
 inline constexpr std::string_view kMixedPrecisionRolledBack = "precision.rolled_back";
 // A checkpoint plan for one chain (ModuleReport::plans): suggested, or applied by Auto mode.
 inline constexpr std::string_view kActivationCheckpointing = "memory.activation_checkpointing";
+// A joint plan for one chain (ModuleReport::activation_plans): each saved tensor kept,
+// recomputed or offloaded; suggested, or applied by Auto mode.
+inline constexpr std::string_view kActivationPlan = "memory.activation_plan";
 // Across ranks, in rank 0's job report (job_findings.cpp).
 inline constexpr std::string_view kRankStraggler = "distributed.straggler";
 inline constexpr std::string_view kRankDataWait = "distributed.rank_data_wait";

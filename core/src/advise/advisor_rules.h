@@ -62,6 +62,10 @@ void batch_headroom(const EpochSummary& e, const Environment& env, std::vector<F
 // What the extensions did, read from their typed sections: a checkpoint finding per plan in
 // e.modules (suggested, or applied by Auto).
 void checkpoint_plans(const EpochSummary& e, std::vector<Finding>& out);
+// An activation-plan finding per joint plan in e.modules (advisor_activation_plan.cpp), whose fix
+// is activation_plan_fix: the plan with its predicted memory and time, per module, and its code.
+void activation_plans(const EpochSummary& e, std::vector<Finding>& out);
+std::string activation_plan_fix(const ActivationPlanReport& p);
 
 // Mixed precision from e.mixed_precision (amp_advice.cpp): rolled back by Auto; applied (the GPU
 // rules' "precision.mixed" marked applied, or a finding that it runs); or, in Suggest mode with

@@ -95,6 +95,20 @@ constexpr std::string_view kCheckpoint =
     "# recompute the chain's activations in backward instead of keeping them:\n"
     "out = torch.utils.checkpoint.checkpoint_sequential(model, segments, x, use_reentrant=False)";
 
+// What the plan's per-module lines say, in PyTorch's own terms: selective checkpointing keeps the
+// expensive ops' outputs and recomputes the rest; save_on_cpu offloads a module's saved tensors.
+constexpr std::string_view kActivationPlan =
+    "from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts, "
+    "CheckpointPolicy\n"
+    "def policy(ctx, op, *args, **kwargs):  # keep what the plan keeps, recompute the rest\n"
+    "    return CheckpointPolicy.MUST_SAVE if op in keep_ops else "
+    "CheckpointPolicy.PREFER_RECOMPUTE\n"
+    "out = checkpoint(block, x, use_reentrant=False,\n"
+    "                 context_fn=lambda: create_selective_checkpoint_contexts(policy))\n"
+    "# the modules it offloads:\n"
+    "with torch.autograd.graph.save_on_cpu(pin_memory=True):\n"
+    "    out = block(x)";
+
 constexpr std::string_view kBatchHeadroom =
     "# twice the batch; scale the learning rate with it (linear scaling rule)\n"
     "loader = torch.utils.data.DataLoader(dataset, batch_size=2 * bs)\n"
@@ -119,7 +133,7 @@ std::optional<std::string> comments_in_python(const std::string& fix) {
     if (nl == std::string::npos) nl = fix.size();
     std::string_view line(fix.data() + start, nl - start);
     if (line.substr(0, 2) == "//")
-      out += "#" + std::string(line.substr(2));
+      out.append("#").append(line.substr(2));
     else if (line.substr(0, 1) == "#" || line.empty())
       out += std::string(line);
     else
@@ -151,11 +165,33 @@ std::string_view python_fix(const Finding& f) {
   return {};
 }
 
+// The plan's comment lines (its predicted memory and time, module by module), then the code.
+std::string activation_plan_in_python(const std::string& fix) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < fix.size()) {
+    std::size_t nl = fix.find('\n', start);
+    if (nl == std::string::npos) nl = fix.size();
+    const std::string_view line(fix.data() + start, nl - start);
+    if (line.substr(0, 2) == "//" && line.find("FATHOM_MODE") == std::string_view::npos) {
+      out += '#';
+      out.append(line.substr(2));
+      out += '\n';
+    }
+    start = nl + 1;
+  }
+  return out + std::string(kActivationPlan);
+}
+
 }  // namespace
 
 void write_fixes_in_python(std::vector<Finding>& findings) {
   for (Finding& f : findings) {
     if (f.fix.empty()) continue;  // nothing to do (mixed precision forced on from the start)
+    if (f.id == finding_id::kActivationPlan) {
+      f.fix = activation_plan_in_python(f.fix);
+      continue;
+    }
     if (const std::string_view py = python_fix(f); !py.empty()) {
       f.fix = std::string(py);
     } else if (auto comments = comments_in_python(f.fix)) {

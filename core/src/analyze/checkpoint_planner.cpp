@@ -6,12 +6,17 @@
 #include <cmath>
 #include <limits>
 
+#include "analyze/pareto_front.h"
 #include "records/bytes_text.h"
 
 namespace fathom {
 namespace {
 
 using detail::bytes_text;
+using detail::FrontPoint;
+using detail::FrontSource;
+using detail::merge_fronts;
+using detail::thin_front;
 
 // The chain as the model reads it: boundary j's bytes, the parts of it blocks keep, and prefix
 // sums for the cost of recomputing any segment in O(1).
@@ -112,89 +117,9 @@ bool feasible(const Model& m, std::int64_t budget) {
           final_mem(m, true, least[state_of(n, true)]) <= budget);
 }
 
-// A Pareto front: memory strictly ascending, recompute time strictly descending.
-struct Point {
-  std::int64_t mem = 0;  // held so far: own bytes of plain blocks, boundaries already settled
-  double time = 0;       // recompute time so far
-  int from_state = -1;
-  int from_point = -1;
-  bool by_segment = false;  // reached by a checkpointed segment that began at from_state's block
-};
-
-// A source's points [pos, end) shifted by (mem, time): still a front, so the union of sources is
-// merged in memory order, and a run of points another source beats is skipped by bisection.
-struct Source {
-  const std::vector<Point>* front;
-  int pos, end;
-  std::int64_t mem;
-  double time;
-  int state;
-  bool by_segment;
-  std::int64_t head_mem() const { return (*front)[pos].mem + mem; }
-  double head_time() const { return (*front)[pos].time + time; }
-};
-
-// Fronts beyond this many points (chains far longer than 200 blocks with all-distinct sizes and
-// times) are thinned to one point per memory bucket: the one with the least time, which holds at
-// most one bucket width more than the points it stands for.
-constexpr std::size_t kFrontCap = 8192;
-
-bool thin(std::vector<Point>& front, std::int64_t max_mem) {
-  if (front.size() <= kFrontCap) return false;
-  const std::int64_t low = front.front().mem;
-  const std::int64_t width =
-      std::max<std::int64_t>(1, (max_mem - low) / static_cast<std::int64_t>(kFrontCap / 2) + 1);
-  std::vector<Point> kept;
-  for (std::size_t i = 0; i < front.size(); ++i) {
-    const bool last_in_bucket =
-        i + 1 == front.size() || (front[i + 1].mem - low) / width != (front[i].mem - low) / width;
-    if (last_in_bucket) kept.push_back(front[i]);
-  }
-  front.swap(kept);
-  return true;
-}
-
-std::vector<Point> merge(std::vector<Source>& sources, std::int64_t max_mem) {
-  auto later = [](const Source& a, const Source& b) {
-    return a.head_mem() != b.head_mem() ? a.head_mem() > b.head_mem()
-                                        : a.head_time() > b.head_time();
-  };
-  std::vector<Source> heap;
-  for (Source& s : sources)
-    if (s.pos < s.end) heap.push_back(s);
-  std::make_heap(heap.begin(), heap.end(), later);
-  std::vector<Point> out;
-  double best = std::numeric_limits<double>::infinity();
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Source& s = heap.back();
-    if (s.head_mem() > max_mem) {
-      heap.pop_back();
-      continue;
-    }
-    if (s.head_time() < best) {
-      best = s.head_time();
-      out.push_back(Point{s.head_mem(), best, s.state, s.pos, s.by_segment});
-      ++s.pos;
-    } else {
-      // Times fall along the source: skip to the first point that beats the best so far.
-      const auto& f = *s.front;
-      const double below = best - s.time;
-      s.pos =
-          static_cast<int>(std::partition_point(f.begin() + s.pos, f.begin() + s.end,
-                                                [&](const Point& p) { return p.time >= below; }) -
-                           f.begin());
-      // Floating-point: the shifted time of the point found must beat best, or nothing does.
-      while (s.pos < s.end && !(s.head_time() < best)) ++s.pos;
-    }
-    if (s.pos < s.end) {
-      std::push_heap(heap.begin(), heap.end(), later);
-    } else {
-      heap.pop_back();
-    }
-  }
-  return out;
-}
+using Point = FrontPoint;
+using Source = FrontSource;
+constexpr int kPlain = 0, kSegment = 1;  // how a point was reached
 
 void check_chain(const std::vector<ChainBlock>& chain) {
   for (std::size_t i = 0; i < chain.size(); ++i) {
@@ -314,10 +239,10 @@ CheckpointPlan plan_checkpoints(const std::vector<ChainBlock>& chain, std::int64
       const auto& f = fronts[state_of(k - 1, lp)];
       sources.push_back(Source{&f, 0, static_cast<int>(f.size()),
                                m.need_plain_next(k - 1, lp) + chain[k - 1].own_bytes, 0.0,
-                               state_of(k - 1, lp), false});
+                               state_of(k - 1, lp), kPlain});
     }
-    fronts[state_of(k, true)] = merge(sources, budget_bytes - extra[state_of(k, true)]);
-    if (thin(fronts[state_of(k, true)], budget_bytes)) plan.exact = false;
+    fronts[state_of(k, true)] = merge_fronts(sources, budget_bytes - extra[state_of(k, true)]);
+    if (thin_front(fronts[state_of(k, true)], budget_bytes)) plan.exact = false;
     // Blocks j..k-1 one checkpointed segment: the points that can hold its recompute.
     sources.clear();
     for (int j = m.segment_start(k); j < k; ++j) {
@@ -331,11 +256,12 @@ CheckpointPlan plan_checkpoints(const std::vector<ChainBlock>& chain, std::int64
                                                   [&](const Point& p) { return p.mem <= limit; }) -
                              f.begin());
         if (end > 0)
-          sources.push_back(Source{&f, 0, end, need, m.recompute_ms(j, k), state_of(j, lp), true});
+          sources.push_back(
+              Source{&f, 0, end, need, m.recompute_ms(j, k), state_of(j, lp), kSegment});
       }
     }
-    fronts[state_of(k, false)] = merge(sources, budget_bytes - extra[state_of(k, false)]);
-    if (thin(fronts[state_of(k, false)], budget_bytes)) plan.exact = false;
+    fronts[state_of(k, false)] = merge_fronts(sources, budget_bytes - extra[state_of(k, false)]);
+    if (thin_front(fronts[state_of(k, false)], budget_bytes)) plan.exact = false;
   }
   int best_state = -1, best_point = -1;
   double best_time = std::numeric_limits<double>::infinity();
@@ -361,7 +287,7 @@ CheckpointPlan plan_checkpoints(const std::vector<ChainBlock>& chain, std::int64
   }
   for (int s = best_state, p = best_point; fronts[s][p].from_state >= 0;) {
     const Point& at = fronts[s][p];
-    if (at.by_segment) plan.segments.push_back(CheckpointSegment{at.from_state / 2, s / 2});
+    if (at.how == kSegment) plan.segments.push_back(CheckpointSegment{at.from_state / 2, s / 2});
     s = at.from_state;
     p = at.from_point;
   }

@@ -8,6 +8,7 @@
 
 #include "records/bytes_text.h"
 #include "records/json_number.h"
+#include "report/activation_plan_writers.h"
 #include "report/json_helpers.h"
 
 namespace fathom::detail {
@@ -98,6 +99,7 @@ json module_report_json(const std::optional<ModuleReport>& m) {
           {"profiled_steps", m->profiled_steps},
           {"modules", modules},
           {"checkpoint_plans", plans},
+          {"activation_plans", activation_plans_json(m->activation_plans)},
           {"out_of_memory", ooms}};
 }
 
@@ -147,6 +149,7 @@ std::optional<ModuleReport> module_report_from(const json& epoch) {
     p.code = x.at("code").get<std::string>();
     m.plans.push_back(std::move(p));
   }
+  m.activation_plans = activation_plans_from(j);
   for (const json& x : j.at("out_of_memory")) {
     OutOfMemoryEvent o;
     o.step = detail::json_integer<std::int64_t>(x.at("step"));
@@ -209,6 +212,7 @@ void module_report_section(std::string& out, const EpochSummary& e) {
       print_indented(out, p.code, "    ");
     }
   }
+  activation_plans_section(out, m.activation_plans);
   for (const OutOfMemoryEvent& o : m.out_of_memory) {
     fmt::format_to(to, "\nout of memory in step {}, {} phase{}\n", o.step, phase_name(o.phase),
                    o.module.empty() ? "" : ", module " + o.module);
