@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -104,8 +105,12 @@ struct CuptiCollector::Impl {
   std::string aside_who, aside_from;
   std::uint64_t foreign_seen = 0;
   std::int64_t correlations_cut = 0;  // CorrelationTable::cut() already reported
-  // A known client an op saw collecting (notice_clients), for the next step end to act on.
+  // A known client an op off the training thread saw collecting (notice_clients), for the next
+  // step end to act on.
   std::atomic<const KnownClient*> seen_client{nullptr};
+  // The thread that started the collector (the training thread): the one whose ops may stand
+  // aside at once, as its phases and flushes do.
+  std::thread::id home = std::this_thread::get_id();
 
   mutable std::mutex mutex;  // everything below; never held around a CUPTI call
   GpuActivity pending;

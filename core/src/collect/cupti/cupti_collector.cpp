@@ -402,10 +402,15 @@ void CuptiCollector::notice_clients() noexcept {
     return;
   try {
     if (const KnownClient* k = c.active_client()) {
-      // Its records must carry no id of fathom's from here; standing aside (a wait for the
-      // device, a forced flush) is the training thread's, at the step end.
-      c.seen_client.store(k);
-      collector::set_external_api(nullptr);
+      // Its records must carry no id of fathom's from here. On the training thread fathom stands
+      // aside now, so its buffers leave CUPTI before the profile's GPU work fills them; an op on
+      // another thread (autograd's) leaves that to the training thread's step end.
+      if (std::this_thread::get_id() == c.home) {
+        c.stand_aside(Impl::Aside::KnownClient, k->name);
+      } else {
+        c.seen_client.store(k);
+        collector::set_external_api(nullptr);
+      }
       collector::withdraw_external_ids();
     }
   } catch (...) {

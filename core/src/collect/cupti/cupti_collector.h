@@ -113,9 +113,10 @@ class CuptiCollector {
   // so fathom's ids stop reaching CUPTI as soon as a profiler is seen. One call per client.
   void check_clients() noexcept;
   // An eligible op starts (the op hooks call this before pushing its id): a known client seen
-  // collecting here makes fathom stop pushing ids at once, and stand aside at the next step end,
-  // on the training thread, where it also resumes if the profile is already over (one started
-  // and stopped inside a phase). One call per known client, on the op's thread.
+  // collecting here makes fathom stand aside at once on the thread that started the collector
+  // (the training thread; elsewhere it stops pushing ids and the next step end stands aside), and
+  // resume at the step end if the profile is over by then (one started and stopped inside a
+  // phase). One call per known client while collecting.
   void notice_clients() noexcept;
   // The host made n CUDA calls that fathom records (its phase events): a step with such calls
   // and no buffer back through fathom's callbacks is how an unknown client's takeover shows.
