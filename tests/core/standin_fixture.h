@@ -49,6 +49,7 @@ class StandinTest : public ::testing::Test {
     r.external_id = next_op++;
     r.thread = cupti_thread_id();
     r.start_ns = now_ns();
+    c.notice_clients();  // as the op hooks do before pushing the op's id
     push_external_id(ExternalIdKind::Op, r.external_id);
     launch();
     pop_external_id(ExternalIdKind::Op);

@@ -261,7 +261,7 @@ TEST_F(CuptiExtensionTest, TorchProfilerTakesCuptiAndGivesItBack) {
   e->on_epoch_begin(0);
   step_with_an_mm(*e, 0);
   ASSERT_FALSE(detail::kineto_profiling());
-  start_torch_profiler();
+  test::start_torch_profiler(/*cuda=*/true);  // kernels among its kinds: they stay on
   EXPECT_TRUE(detail::kineto_profiling());
   step_with_an_mm(*e, 1);
   EXPECT_FALSE(e->collecting());
@@ -283,6 +283,63 @@ TEST_F(CuptiExtensionTest, TorchProfilerTakesCuptiAndGivesItBack) {
       << all(env.not_measured);
   ASSERT_TRUE(epoch.gpu.has_value());
   EXPECT_GE(epoch.gpu->tensor_cores.kernel_count, 2) << "steps 0 and 3 at least";
+}
+
+// Issue 23, 4(b), with the real torch.profiler: Kineto gives its child profilers each trace's
+// activity types, so fathom knows a CPU-only profile records no GPU work, and turns the kernels,
+// copies and memsets it enabled off while it stands aside for one (on a CUDA machine that
+// profile still takes CUPTI's buffer callbacks and records runtime calls).
+TEST_F(CuptiExtensionTest, ACpuOnlyTorchProfileTurnsFathomsGpuKindsOffWhileItRuns) {
+  using namespace torch::autograd::profiler;
+  auto e = make();
+  e->on_epoch_begin(0);
+  step_with_an_mm(*e, 0);
+  start_torch_profiler();  // activities=[CPU]
+  EXPECT_FALSE(detail::kineto_profile_records_gpu());
+  step_with_an_mm(*e, 1);
+  ASSERT_NE(e->collector(), nullptr);
+  EXPECT_EQ(e->collector()->state(), CuptiState::StandingAside);
+  EXPECT_FALSE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_FALSE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
+  EXPECT_FALSE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET));
+  disableProfiler();
+  step_with_an_mm(*e, 2);
+  EXPECT_TRUE(e->collecting()) << all(env.not_measured);
+  EXPECT_TRUE(cupti->kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+      << "on again once fathom collects";
+  test::start_torch_profiler(/*cuda=*/true);
+  EXPECT_TRUE(detail::kineto_profile_records_gpu());
+  disableProfiler();
+}
+
+// Issue 23, 4(d), with the real torch.profiler: a profile started inside a phase is seen at the
+// next eligible op, which withdraws fathom's ids (the phase's too) before its own would go out;
+// the profile stopped inside the same phase, fathom collects again from the step end.
+TEST_F(CuptiExtensionTest, AProfileInsideOnePhaseIsSeenAtTheNextOp) {
+  using namespace torch::autograd::profiler;
+  auto e = make();
+  e->on_epoch_begin(0);
+  step_with_an_mm(*e, 0);
+  e->on_step_begin(1);
+  e->on_phase_begin(Phase::Forward);
+  ASSERT_EQ(cupti->external_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2), 1u);
+  test::start_torch_profiler(/*cuda=*/true);
+  torch::mm(torch::ones({30, 16}), torch::ones({16, 8}));
+  EXPECT_EQ(cupti->external_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2), 0u)
+      << "fathom's ids are still on CUPTI's stack during the profile";
+  disableProfiler();
+  e->on_phase_end(Phase::Forward, false);
+  e->on_step_end(1, false);
+  EXPECT_TRUE(e->collecting()) << all(env.not_measured);
+  step_with_an_mm(*e, 2);
+  EpochSummary epoch;
+  e->on_epoch_measured(epoch, env);
+  EXPECT_TRUE(mentions(env.not_measured, "torch.profiler (Kineto) took CUPTI at epoch 0, step 1"))
+      << all(env.not_measured);
+  EXPECT_TRUE(mentions(env.not_measured, "fathom resumed CUPTI collection at epoch 0, step 1"))
+      << all(env.not_measured);
+  ASSERT_TRUE(epoch.gpu.has_value());
+  EXPECT_GE(epoch.gpu->tensor_cores.kernel_count, 2) << "steps 0 and 2";
 }
 
 // Finding 1: a profile running when the session starts makes fathom wait its turn.

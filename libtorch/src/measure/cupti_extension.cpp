@@ -4,17 +4,69 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <kineto/IActivityProfiler.h>
 #include <kineto/libkineto.h>
 #include <torch/csrc/profiler/orchestration/observer.h>
 
+#include <atomic>
 #include <exception>
 #include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "collect/clock.h"
 #include "records/warning_sink.h"
 
 namespace fathom::detail {
+namespace {
+
+// Whether the profile Kineto prepared last records GPU work: 1 yes, 0 no (activities=[CPU]),
+// -1 not known (no profile prepared since fathom asked to be told).
+std::atomic<int> g_profile_records_gpu{-1};
+
+// Kineto hands each trace's activity types to its child profilers when the trace is prepared
+// (IActivityProfiler::configure): the one public place that says whether torch.profiler was
+// asked for CUDA activities. This child runs nothing; it only remembers that.
+class ActivityTypesWatcher final : public libkineto::IActivityProfiler {
+ public:
+  const std::string& name() const override { return name_; }
+  const std::set<libkineto::ActivityType>& availableActivities() const override { return none_; }
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(
+      const std::set<libkineto::ActivityType>& types, const libkineto::Config&) override {
+    using libkineto::ActivityType;
+    const bool gpu = types.count(ActivityType::CONCURRENT_KERNEL) ||
+                     types.count(ActivityType::GPU_MEMCPY) || types.count(ActivityType::GPU_MEMSET);
+    g_profile_records_gpu.store(gpu ? 1 : 0);
+    return nullptr;  // no session of its own
+  }
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(
+      int64_t, int64_t, const std::set<libkineto::ActivityType>& types,
+      const libkineto::Config& config) override {
+    return configure(types, config);
+  }
+
+ private:
+  std::string name_ = "fathom: activity types of the trace";
+  std::set<libkineto::ActivityType> none_;
+};
+
+void watch_kineto_activity_types() noexcept {
+  static std::once_flag once;
+  try {
+    std::call_once(once, [] {
+      libkineto::api().registerProfilerFactory(
+          [] { return std::make_unique<ActivityTypesWatcher>(); });
+    });
+  } catch (...) {
+    detail::swallowed("measure/cupti_extension.cpp");
+  }
+}
+
+}  // namespace
+
+bool kineto_profile_records_gpu() noexcept { return g_profile_records_gpu.load() != 0; }
 
 bool kineto_profiling() noexcept {
   try {
@@ -32,10 +84,12 @@ bool kineto_profiling() noexcept {
 }
 
 KnownClient torch_profiler_client() {
+  watch_kineto_activity_types();
   // torch 2.11's Kineto subscribes without a name; a later one may give one.
   return {"torch.profiler (Kineto)",
           [] { return kineto_profiling(); },
-          {"kineto", "Kineto", "pytorch"}};
+          {"kineto", "Kineto", "pytorch"},
+          [] { return kineto_profile_records_gpu(); }};
 }
 
 CuptiExtension::CuptiExtension(const Options& options, std::optional<DeviceProperties> device,

@@ -104,5 +104,9 @@ std::unique_ptr<SessionExtension> make_cupti_extension(
 KnownClient torch_profiler_client();
 // True while torch.profiler (Kineto) profiles or warms up in this process.
 bool kineto_profiling() noexcept;
+// Whether the profile prepared last asked for GPU activities (kernels, copies, memsets): false
+// for torch.profiler's activities=[CPU]; true when not known (no profile prepared since the
+// first torch_profiler_client(), which asks Kineto to say).
+bool kineto_profile_records_gpu() noexcept;
 
 }  // namespace fathom::detail

@@ -43,6 +43,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   op.thread = cupti_thread_id();
   op.external_id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   if constexpr (kShapes) record_inputs(fn, op);
+  // A profile that started since the phase began is seen here, before this op's id goes out
+  // (issue 23, 4d: one started and stopped inside a phase is otherwise never seen).
+  if (CuptiCollector* collector = g_collector.load(std::memory_order_acquire))
+    collector->notice_clients();
   // CUPTI's external id stacks are per thread: an op that may end on another thread is
   // recorded but not pushed.
   if (!fn.isAsync()) {

@@ -256,11 +256,19 @@ std::uint64_t ts_now() {
   const std::int64_t h = host_ns();
   if (!s.timestamp_callback) return static_cast<std::uint64_t>(h + s.realtime_offset);
   const std::uint64_t t = s.timestamp_callback();
+  const std::int64_t after = host_ns();
   // The first sample since the callback was registered and the latest: the longest baseline.
-  if (s.samples.size() < 2) {
-    s.samples.push_back({h, t});
-  } else {
-    s.samples[1] = {h, t};
+  // Only a reading bracketed tightly is a sample: one whose thread was preempted between the two
+  // clocks (milliseconds on a loaded machine) would bend every later GPU timestamp.
+  const Sample sample{h + (after - h) / 2, t};
+  if (s.samples.empty()) {
+    s.samples.push_back(sample);
+  } else if (after - h < 5'000) {
+    if (s.samples.size() < 2) {
+      s.samples.push_back(sample);
+    } else {
+      s.samples[1] = sample;
+    }
   }
   return t;
 }

@@ -41,8 +41,9 @@ bool KinetoLookalike::init() {
   return !cpu_only_;
 }
 
-void KinetoLookalike::prepare(bool tsc_timestamps) {
+void KinetoLookalike::prepare(bool tsc_timestamps, bool cuda_activities) {
   if (cpu_only_) return;
+  cuda_activities_ = cuda_activities;
   if (tsc_timestamps) cupti_.register_timestamp_callback(&KinetoLookalike::tsc);
   cupti_.api.activity_register_callbacks(&KinetoLookalike::on_request,
                                          &KinetoLookalike::on_complete);
@@ -53,6 +54,9 @@ void KinetoLookalike::prepare(bool tsc_timestamps) {
             CUPTI_ACTIVITY_KIND_RUNTIME,
             CUPTI_ACTIVITY_KIND_DRIVER,
             CUPTI_ACTIVITY_KIND_OVERHEAD};
+  if (!cuda_activities)
+    kinds_ = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+              CUPTI_ACTIVITY_KIND_DRIVER};
   for (CUpti_ActivityKind k : kinds_) cupti_.api.activity_enable(k);
   cupti_.enable_runtime_api(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0);
   cupti_.enable_driver_api(CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, 0);

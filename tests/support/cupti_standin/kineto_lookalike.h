@@ -30,14 +30,19 @@ class KinetoLookalike {
   // libkineto_init: subscribes. False: CUPTI was held, and this client is CPU-only for good.
   bool init();
   bool cpu_only() const { return cpu_only_; }
-  // prepareTrace (a schedule's warm-up): callbacks, timestamp source, kinds.
-  void prepare(bool tsc_timestamps = true);
+  // prepareTrace (a schedule's warm-up): callbacks, timestamp source, kinds. cuda_activities:
+  // false is torch.profiler's activities=[CPU] on a CUDA machine, where Kineto still registers
+  // its callbacks and timestamp source but enables only what its CPU types need (kCpuTypes in
+  // torch/csrc/profiler/kineto_shim.cpp: EXTERNAL_CORRELATION, CUDA_RUNTIME, CUDA_DRIVER).
+  void prepare(bool tsc_timestamps = true, bool cuda_activities = true);
   // startTrace: throws away what warm-up collected.
   void start();
   // stopTrace: forced flush, kinds off; then reads its buffers.
   void stop();
   // What torch.profiler's isActive() answers: from prepare() to the end of stop().
   bool active() const { return active_; }
+  // Whether the profile prepared last records GPU work (kernels, copies, memsets).
+  bool records_gpu() const { return cuda_activities_; }
   // Declines CUPTI's buffer requests from now on (out of memory): CUPTI drops those records and
   // counts them per queue, for this client to read.
   static void decline_requests(bool on);
@@ -70,6 +75,7 @@ class KinetoLookalike {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool cpu_only_ = false;
   bool active_ = false;
+  bool cuda_activities_ = true;
   std::set<CUpti_ActivityKind> kinds_;
   std::set<std::uint8_t*> allocated_;
   std::vector<std::pair<std::uint8_t*, std::size_t>> ready_;

@@ -100,6 +100,32 @@ std::size_t BufferRegistry::write_off(const BufferOwner* owner, std::uint64_t be
   return n;
 }
 
+std::uint64_t BufferRegistry::cut() {
+  std::lock_guard lock(mutex_);
+  impl_->armed_generation = ++generation_;
+  return impl_->armed_generation;
+}
+
+std::size_t BufferRegistry::release_unreturned(const BufferOwner* owner, std::uint64_t before) {
+  std::lock_guard lock(mutex_);
+  std::size_t n = 0;
+  for (auto it = impl_->entries.begin(); it != impl_->entries.end();) {
+    Entry& e = it->second;
+    if (e.owner.get() != owner || e.generation >= before) {
+      ++it;
+      continue;
+    }
+    {
+      std::lock_guard olock(e.owner->mutex_);
+      if (!e.written_off && e.owner->outstanding_ > 0) --e.owner->outstanding_;
+    }
+    std::free(it->first);
+    it = impl_->entries.erase(it);
+    ++n;
+  }
+  return n;
+}
+
 void BufferRegistry::request(std::uint8_t** buffer, std::size_t* size) {
   std::lock_guard lock(mutex_);
   BufferOwner* o = armed_.get();

@@ -79,6 +79,14 @@ class BufferRegistry {
   std::size_t write_off(const BufferOwner* owner, std::uint64_t before_generation);
   // A new arming generation for owner's future buffers.
   std::uint64_t next_generation() noexcept { return ++generation_; }
+  // A new generation for the armed owner's requests from now on, so the buffers handed out
+  // before it can be told apart from those CUPTI asks for after (release_unreturned).
+  std::uint64_t cut();
+  // Frees owner's buffers from before generation that never came back through fathom's
+  // callbacks: after a forced flush CUPTI holds none of them, so they went to the callbacks of
+  // the client that took CUPTI, which keeps a buffer it did not allocate and never frees it
+  // (Kineto logs "unknown buffer"). Returns how many.
+  std::size_t release_unreturned(const BufferOwner* owner, std::uint64_t before_generation);
   // Buffers that came back through fathom's callbacks but were never fathom's (another client
   // had handed them to CUPTI before fathom registered): left alone, counted.
   std::uint64_t foreign_buffers() const noexcept { return foreign_.load(); }

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,13 +30,17 @@ struct Kind {
   const char* name;
   const char* lost;  // nullptr: essential
   bool fathom_only;  // Kineto never enables it: disabled when fathom stands aside
+  // GPU work: a profile that records none (torch.profiler's activities=[CPU]) leaves it
+  // fathom's alone, disabled while fathom stands aside for that profile.
+  bool gpu_work;
 };
 inline constexpr Kind kKinds[] = {
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION", nullptr, false},
-    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", "peer-to-peer copies between GPUs (CUPTI)", true},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", nullptr, false, true},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", nullptr, false, true},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", nullptr, false, true},
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION", nullptr, false, false},
+    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", "peer-to-peer copies between GPUs (CUPTI)", true,
+     true},
 };
 
 inline std::size_t record_count(const GpuActivity& a) {
@@ -61,6 +66,8 @@ struct CuptiCollector::Impl {
   void note_once(const char* key, std::string what, std::string why);
   std::string where() const;
   const KnownClient* active_client() const noexcept;
+  // Whether the client's profile running now records GPU work (unknown: taken to).
+  bool records_gpu(const KnownClient& k) const noexcept;
   bool known_holder(const std::string& holder) const;
   cupti::ClockSample sample() const;
   void calibrate();
@@ -98,6 +105,12 @@ struct CuptiCollector::Impl {
   std::string aside_who, aside_from;
   std::uint64_t foreign_seen = 0;
   std::int64_t correlations_cut = 0;  // CorrelationTable::cut() already reported
+  // A known client an op off the training thread saw collecting (notice_clients), for the next
+  // step end to act on.
+  std::atomic<const KnownClient*> seen_client{nullptr};
+  // The thread that started the collector (the training thread): the one whose ops may stand
+  // aside at once, as its phases and flushes do.
+  std::thread::id home = std::this_thread::get_id();
 
   mutable std::mutex mutex;  // everything below; never held around a CUPTI call
   GpuActivity pending;

@@ -22,6 +22,15 @@ const KnownClient* CuptiCollector::Impl::active_client() const noexcept {
   return nullptr;
 }
 
+bool CuptiCollector::Impl::records_gpu(const KnownClient& k) const noexcept {
+  try {
+    return !k.records_gpu || k.records_gpu();
+  } catch (...) {
+    detail::swallowed("collect/cupti/collector_ownership.cpp");
+    return true;
+  }
+}
+
 bool CuptiCollector::Impl::known_holder(const std::string& holder) const {
   if (config.known_clients.empty()) return false;
   if (holder.empty()) return true;  // torch 2.11's Kineto subscribes without a name
@@ -51,17 +60,35 @@ void CuptiCollector::Impl::stand_aside(Aside reason, std::string who) {
       detail::swallowed("collect/cupti/collector_ownership.cpp");
     }
   }
-  FATHOM_CUPTI(api, activity_flush_all,
-               waited ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
+  cupti::BufferRegistry& registry = cupti::BufferRegistry::get();
+  const std::uint64_t cut = registry.cut();
+  const CUptiResult flushed = FATHOM_CUPTI(
+      api, activity_flush_all, waited ? std::uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u);
   collect_completed();
   deliver(waited);
+  // After a forced flush CUPTI holds no buffer fathom handed out before it: those that did not
+  // come back went to the client's callbacks, which keep a buffer they did not allocate and never
+  // free it (issue 23, 4c: 1 MiB a queue at every profile of a schedule).
+  if (waited && flushed == CUPTI_SUCCESS && owner) {
+    if (const std::size_t n = registry.release_unreturned(owner.get(), cut)) {
+      note(kCuptiMeasurements,
+           std::to_string(n) + " of fathom's activity buffers went to " + aside_who +
+               " when it took CUPTI (it drops a buffer it did not allocate): fathom freed them, "
+               "and the records in them are lost");
+    }
+  }
   // The kinds only fathom uses would reach the other client as records it never asked for; the
-  // shared ones (kernels, copies, the runtime and driver calls) it enabled itself: left alone.
+  // shared ones (kernels, copies, the runtime and driver calls) it enabled itself: left alone,
+  // unless its profile records no GPU work (activities=[CPU]): then kernels, copies and memsets
+  // are nobody's, and off until fathom resumes (issue 23, 4b).
+  bool gpu_unused = false;
+  if (reason == Aside::KnownClient)
+    if (const KnownClient* client = active_client()) gpu_unused = !records_gpu(*client);
   for (auto it = enabled.begin(); it != enabled.end();) {
     const Kind* k = nullptr;
     for (const Kind& c : kKinds)
       if (c.kind == *it) k = &c;
-    if (k && k->fathom_only) {
+    if (k && (k->fathom_only || (gpu_unused && k->gpu_work))) {
       FATHOM_CUPTI(api, activity_disable, *it);
       it = enabled.erase(it);
     } else {
@@ -96,8 +123,17 @@ void CuptiCollector::Impl::check_ownership(bool forced) {
   const std::uint64_t heartbeat = owner ? owner->heartbeat() : 0;
   const std::size_t calls = traced_calls.exchange(0);
   if (s == CuptiState::Collecting) {
+    const KnownClient* seen = seen_client.exchange(nullptr);
     if (const KnownClient* k = active_client()) {
       stand_aside(Aside::KnownClient, k->name);
+      return;
+    }
+    if (seen) {
+      // An op saw a profile that is over by now (started and stopped inside a phase): its
+      // callbacks took fathom's place. fathom empties its buffers out of CUPTI as at any
+      // takeover, and collects again from here rather than from the epoch's end (issue 23, 4d).
+      stand_aside(Aside::KnownClient, seen->name);
+      if (state.load() == CuptiState::StandingAside) resume(seen->name + " is done", true);
       return;
     }
     if (calls > 0) silent_flushes = heartbeat == last_heartbeat ? silent_flushes + 1 : 0;

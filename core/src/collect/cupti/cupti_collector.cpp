@@ -209,6 +209,7 @@ bool CuptiCollector::Impl::arm(bool taken_over) {
   }
   calibrate();
   armed_at_ns = now_ns();
+  seen_client.store(nullptr);
   cupti::BufferRegistry& registry = cupti::BufferRegistry::get();
   const std::uint64_t generation = registry.next_generation();
   if (taken_over) {
@@ -238,7 +239,9 @@ bool CuptiCollector::Impl::arm(bool taken_over) {
   for (const Kind& k : kKinds) {
     const CUptiResult r = FATHOM_CUPTI(api, activity_enable, k.kind);
     if (r == CUPTI_SUCCESS) {
-      enabled.push_back(k.kind);
+      // Kinds left on while fathom stood aside are in the list already.
+      if (std::find(enabled.begin(), enabled.end(), k.kind) == enabled.end())
+        enabled.push_back(k.kind);
     } else if (k.lost) {
       note_once(k.name, k.lost,
                 std::string("cuptiActivityEnable(") + k.name + "): " + cupti::result_text(api, r));
@@ -263,7 +266,7 @@ bool CuptiCollector::Impl::arm(bool taken_over) {
                     "CUPTI activity collection could not start (cuptiActivityEnable(" +
                         std::string(k == CUPTI_ACTIVITY_KIND_RUNTIME ? "RUNTIME" : "DRIVER") +
                         "): " + cupti::result_text(api, r) + ")");
-      enabled.push_back(k);
+      if (std::find(enabled.begin(), enabled.end(), k) == enabled.end()) enabled.push_back(k);
     }
   } else {
     for (std::uint32_t cbid : runtime_cbids)
@@ -387,6 +390,29 @@ void CuptiCollector::check_clients() noexcept {
   if (c.state.load(std::memory_order_relaxed) != CuptiState::Collecting) return;
   try {
     if (const KnownClient* k = c.active_client()) c.stand_aside(Impl::Aside::KnownClient, k->name);
+  } catch (...) {
+    detail::swallowed("collect/cupti/cupti_collector.cpp");
+  }
+}
+
+void CuptiCollector::notice_clients() noexcept {
+  Impl& c = *impl_;
+  if (c.state.load(std::memory_order_relaxed) != CuptiState::Collecting ||
+      c.seen_client.load(std::memory_order_relaxed))
+    return;
+  try {
+    if (const KnownClient* k = c.active_client()) {
+      // Its records must carry no id of fathom's from here. On the training thread fathom stands
+      // aside now, so its buffers leave CUPTI before the profile's GPU work fills them; an op on
+      // another thread (autograd's) leaves that to the training thread's step end.
+      if (std::this_thread::get_id() == c.home) {
+        c.stand_aside(Impl::Aside::KnownClient, k->name);
+      } else {
+        c.seen_client.store(k);
+        collector::set_external_api(nullptr);
+      }
+      collector::withdraw_external_ids();
+    }
   } catch (...) {
     detail::swallowed("collect/cupti/cupti_collector.cpp");
   }

@@ -46,6 +46,11 @@ struct KnownClient {
   // Substrings of the subscriber name CUPTI gives for this client; an unnamed subscriber is
   // taken for it too (torch 2.11's Kineto subscribes without a name).
   std::vector<std::string> subscriber_names;
+  // Whether the profile collecting now records GPU work (kernels, copies, memsets); empty: taken
+  // to. A profile that does not (torch.profiler's activities=[CPU] on a CUDA machine) still takes
+  // CUPTI's buffer callbacks and records runtime calls, so fathom stands aside for it too; but
+  // the GPU kinds fathom enabled are then nobody's, and fathom turns them off until it resumes.
+  std::function<bool()> records_gpu;
 };
 
 struct CuptiConfig {
@@ -107,6 +112,12 @@ class CuptiCollector {
   // Asks the known clients whether one collects now, and stands aside if so: at phase starts,
   // so fathom's ids stop reaching CUPTI as soon as a profiler is seen. One call per client.
   void check_clients() noexcept;
+  // An eligible op starts (the op hooks call this before pushing its id): a known client seen
+  // collecting here makes fathom stand aside at once on the thread that started the collector
+  // (the training thread; elsewhere it stops pushing ids and the next step end stands aside), and
+  // resume at the step end if the profile is over by then (one started and stopped inside a
+  // phase). One call per known client while collecting.
+  void notice_clients() noexcept;
   // The host made n CUDA calls that fathom records (its phase events): a step with such calls
   // and no buffer back through fathom's callbacks is how an unknown client's takeover shows.
   void note_traced_calls(std::size_t n) noexcept;

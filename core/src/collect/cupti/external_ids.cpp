@@ -54,6 +54,18 @@ void set_external_api(const Api* api) noexcept {
 
 void set_thread_id_type(int type) noexcept { g_thread_id_type.store(type); }
 
+void withdraw_external_ids() noexcept {
+  ThreadExternalIds& t = t_external;
+  if (!t.api) return;
+  // Both kinds share one CUPTI stack (kFathomCorrelation): as many pops as pushes.
+  for (std::uint32_t& d : t.depth) {
+    for (; d > 0; --d) {
+      std::uint64_t last = 0;
+      FATHOM_CUPTI(*t.api, activity_pop_external_correlation_id, cupti::kFathomCorrelation, &last);
+    }
+  }
+}
+
 }  // namespace collector
 
 void push_external_id(ExternalIdKind kind, std::uint64_t id) noexcept {

@@ -10,6 +10,9 @@ namespace fathom::collector {
 // load). The table is copied and kept for the life of the process, so a thread still popping
 // after a stop never sees a dangling one.
 void set_external_api(const cupti::Api* api) noexcept;
+// Pops every id fathom pushed on the calling thread (a phase's, an op's): a profile seen
+// starting must not find them on CUPTI's stack. The pops the hooks make later are then no-ops.
+void withdraw_external_ids() noexcept;
 // CUpti_ActivityThreadIdType in effect, read when a collector arms.
 void set_thread_id_type(int type) noexcept;
 
