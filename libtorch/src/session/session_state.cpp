@@ -301,7 +301,7 @@ bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
   try {
     if (journal_header_.empty()) {
       journal_header_ = format_journal_header(report_);
-      journal_ = std::make_unique<ReportJournalFile>(report_path_);
+      journal_ = std::make_unique<ReportJournalFile>(report_path_, name_lock_.get());
     }
     auto task = [journal = journal_.get(), state = &journal_state_, header = journal_header_,
                  line = format_journal_epoch(summary, report_.environment)]() noexcept {
