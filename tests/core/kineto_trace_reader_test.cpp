@@ -153,6 +153,29 @@ TEST(KinetoTraceReader, TopLevelArrayFormat) {
   EXPECT_EQ(a.kernels.size(), 1u);
 }
 
+// The reader's own scanner takes what traces hold and gives the rest (a \u escape, UTF-8, an
+// integer past 18 digits, a decimal) to nlohmann's parser: both ways give the same records.
+TEST(KinetoTraceReader, WhatTheScannerLeavesToNlohmannReadsTheSame) {
+  auto kernel = [](const std::string& name, const std::string& correlation) {
+    return parse_kineto_trace(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": )" + name +
+                                  R"(, "pid": 0, "tid": 7, "ts": 1.5e0, "dur": 2, "args": )"
+                                  R"({"device": 0, "stream": -1, "correlation": )" +
+                                  correlation + R"(, "grid": [2, 1.0, 1], "block": [0]}}]})",
+                              "k.json")
+        .kernels.at(0);
+  };
+  const KernelRecord plain = kernel(R"("k\t\"A\"\/")", "7");
+  EXPECT_EQ(plain.name, "k\t\"A\"/");
+  EXPECT_EQ(plain.start_ns, 1500);
+  EXPECT_EQ(plain.stream, -1);
+  EXPECT_EQ(plain.grid_y, 1);
+  EXPECT_EQ(kernel(R"("k\t\"\u0041\"\/")", "7").name, plain.name);  // \u: nlohmann's
+  EXPECT_EQ(kernel(R"("é")", "7").name, "é");                       // UTF-8: nlohmann's
+  // 18 digits are the scanner's; 20 are nlohmann's (past int64: read as no correlation).
+  EXPECT_EQ(kernel(R"("k")", "123456789012345678").correlation_id, 123456789012345678u);
+  EXPECT_EQ(kernel(R"("k")", "12345678901234567890").correlation_id, 0u);
+}
+
 TEST(KinetoTraceReader, EmptyTraceHasNoGpuActivity) {
   const GpuActivity a = parse_kineto_trace(R"({"traceEvents": []})", "e.json");
   EXPECT_FALSE(summarize_gpu(aggregate(a)).gpu_activity);

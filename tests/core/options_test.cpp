@@ -103,6 +103,21 @@ TEST(Options, UnrelatedFathomVariableIsLeftAlone) {
   EXPECT_NE(err.find("ignoring FATHOM_BUILD_DIR"), std::string::npos) << err;
 }
 
+TEST(Options, AnUnknownVariableIsSaidThroughTheWarningSink) {
+  // Issue 25: the line went out through fprintf, past a session's Options::warnings handler (a
+  // logger, a test) and the warning sink's escaping and rate limit.
+  ScopedEnv unrelated("FATHOM_SWEEP_WORKER_INDEX", "7");
+  std::vector<std::string> said;
+  testing::internal::CaptureStderr();
+  (void)Options().warnings([&](std::string_view m) { said.emplace_back(m); }).with_env();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "") << "printed past the handler";
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0].rfind("ignoring FATHOM_SWEEP_WORKER_INDEX, not a variable fathom reads (", 0),
+            0u)
+      << said[0];
+}
+
 TEST(Options, RecordActivityFromTheEnvironment) {
   EXPECT_EQ(Options().record_activity(), "");
   {

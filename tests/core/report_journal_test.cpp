@@ -185,6 +185,40 @@ TEST_F(ReportFilesTest, ARemovedFolderIsNoticedAtTheNextAppendAndMadeAgain) {
   EXPECT_EQ(slurp(path("reports/run.json")), format_json_report(r));
 }
 
+// Issue 25: the run-name lock went with the folder, so a run started after the next epoch took
+// the name of the run still writing there. The append that makes the folder again makes the lock
+// again too; a run that took the name while the folder was gone keeps it, and it is said.
+TEST_F(ReportFilesTest, ARemovedFolderGetsItsRunNameLockBack) {
+  const RunReport r = three_epochs();
+  const std::string header = format_journal_header(r);
+  const std::string folder = path("reports");
+  fs::create_directories(folder);
+  std::vector<std::string> said;
+  detail::WarningRedirect capture([&](std::string_view m) { said.emplace_back(m); });
+  detail::RunNameLock lock(folder, "run");
+  ASSERT_TRUE(lock.held());
+  detail::ReportJournalFile files(path("reports/run.json"), &lock);
+  files.append(header, format_journal_epoch(r.epochs[0], r.environment));
+  fs::remove_all(folder);
+  files.append(header, format_journal_epoch(r.epochs[1], r.environment));
+  EXPECT_TRUE(fs::exists(path("reports/.run.lock")));
+  {
+    detail::RunNameLock second(folder, "run");
+    EXPECT_EQ(second.name(), "run-2") << "a second run took the live run's name";
+  }
+  // Gone again, and a second run takes the name before this one's next epoch: it keeps it.
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  detail::RunNameLock second(folder, "run");
+  ASSERT_EQ(second.name(), "run");
+  said.clear();
+  files.append(header, format_journal_epoch(r.epochs[2], r.environment));
+  EXPECT_EQ(lock.reclaim(), detail::RunNameLock::Reclaim::Taken);
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said[0].find("run name 'run' was taken by another run (pid "), std::string::npos)
+      << said[0];
+}
+
 // Kills the process at its first call of any of syscalls (a seccomp filter): a kill at that
 // exact point. False when this kernel or container allows no filter.
 bool kill_at_first(const std::vector<long>& syscalls) {

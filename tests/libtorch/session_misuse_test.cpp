@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <future>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "session/session_state.h"
 #include "session_fixture.h"
 
 namespace fathom {
@@ -87,6 +90,35 @@ TEST_F(SessionTest, ScopesThatOutliveTheirSessionEndAsNoOpsWithAWarning) {
   }
   ASSERT_EQ(next.report().epochs.size(), 1u);
   EXPECT_EQ(next.report().epochs[0].steps, 1);
+}
+
+// Issue 25: a Session ended on another thread than its loop's (a Session the main thread owns, its
+// loop on a worker) left the freed state on the loop thread's list of current sessions, where
+// the next fathom::forward or module range found it: a use-after-free. The loop's thread now
+// finds no session, and its scopes end as no-ops.
+TEST_F(SessionTest, ASessionEndedOnAnotherThreadIsFoundByNoneOfTheLoopsScopes) {
+  Warnings w;
+  auto session = std::make_unique<Session>(
+      Options().report_dir(dir()).run_name("crossed").print_report(false).warnings(w.handler()));
+  auto model = tiny_model();
+  session->watch(*model);
+  std::promise<void> opened, ended;
+  std::thread loop([&] {
+    auto e = session->epoch();
+    auto step = e.step(4);
+    opened.set_value();
+    ended.get_future().wait();
+    ASSERT_EQ(detail::SessionState::current(), nullptr) << "the ended session's freed state";
+    auto x = torch::randn({4, 8});
+    auto f = step.forward();
+    EXPECT_TRUE(torch::equal(fathom::forward(model, x), model->forward(x)));
+  });
+  opened.get_future().wait();
+  session.reset();  // on this thread, while the loop's epoch and step are open on its own
+  ended.set_value();
+  loop.join();
+  EXPECT_TRUE(w.said("the Session ended while its epoch, step scope(s) were still open"))
+      << w.all();
 }
 
 // Was: the inner epoch silently replaced the outer one (its steps lost), and the outer one's end

@@ -5,6 +5,8 @@
 #include <limits>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "aggregate/aggregator_state.h"
 #include "aggregate/tensor_core_ops.h"
@@ -53,6 +55,32 @@ void GpuAggregator::add(const GpuActivity& batch) noexcept {
   for (const auto& r : batch.ops) add(r);
   for (const auto& r : batch.runtime_calls) add(r);
   for (const auto& r : batch.syncs) add(r);
+  try {
+    // The GPU records that will be held before the window is full: room for them at once.
+    // A few devices (a corrupted trace may name thousands: then nothing is reserved).
+    constexpr std::size_t kDevices = 64;
+    std::vector<std::pair<std::int32_t, std::size_t>> per_device;
+    bool few = true;
+    auto count = [&](std::int32_t device) {
+      auto it = std::find_if(per_device.begin(), per_device.end(),
+                             [&](const auto& d) { return d.first == device; });
+      if (it != per_device.end())
+        ++it->second;
+      else if (per_device.size() < kDevices)
+        per_device.emplace_back(device, 1);
+      else
+        few = false;
+    };
+    for (const auto& r : batch.kernels) count(r.device);
+    for (const auto& r : batch.memcpys) count(r.device);
+    for (const auto& r : batch.memsets) count(r.device);
+    const std::size_t room =
+        impl_->limits.window_records - std::min(impl_->held.size(), impl_->limits.window_records);
+    if (few)
+      for (const auto& [device, n] : per_device) impl_->held.reserve(device, std::min(n, room));
+  } catch (...) {
+    // No memory to reserve: the records are held as they come, or counted as dropped.
+  }
   for (const auto& r : batch.kernels) add(r);
   for (const auto& r : batch.memcpys) add(r);
   for (const auto& r : batch.memsets) add(r);

@@ -54,6 +54,14 @@ class HeldWindow {
     ++size_;
   }
 
+  // Room for n more in-order records of device, without the copy a doubling vector makes as it
+  // fills (a whole trace is one batch: its window's copy was a tenth of the peak). Grows at least
+  // twofold, so batch after batch stays linear. Throws std::bad_alloc.
+  void reserve(std::int32_t device, std::size_t n) {
+    std::vector<HeldGpu>& run = lane(device).run;
+    if (run.size() + n > run.capacity()) run.reserve(std::max(run.size() + n, 2 * run.capacity()));
+  }
+
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
 

@@ -229,6 +229,17 @@ bool InputFile::read_line(std::string& line) {
   }
 }
 
+std::string_view InputFile::read_block() {
+  if (pos_ >= buffer_.size()) {
+    buffer_.clear();
+    pos_ = 0;
+    if (!fill()) return {};
+  }
+  const std::string_view block(buffer_.data() + pos_, buffer_.size() - pos_);
+  pos_ = buffer_.size();
+  return block;
+}
+
 std::string InputFile::peek(std::size_t n) {
   while (buffer_.size() - pos_ < n && fill()) {
   }

@@ -43,6 +43,10 @@ class InputFile {
   std::string read_all();
   // Up to n bytes from here, without consuming them.
   std::string peek(std::size_t n);
+  // The next bytes, as many as one read gives (what peek() buffered first); empty at the end.
+  // Valid until the next call: a reader that parses as it reads (the Kineto trace's) holds one
+  // block of the file at a time, never the whole of it.
+  std::string_view read_block();
   const std::string& path() const noexcept { return path_; }
 
  private:

@@ -7,14 +7,15 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "records/run_name.h"
 #include "records/terminal_text.h"
+#include "records/warning_sink.h"
 
 extern char** environ;
 
@@ -117,8 +118,9 @@ void check_unknown_variables() {
             fmt::format("unknown environment variable {}: did you mean {}? (fathom reads: {})",
                         shown, k, known));
     }
-    std::fprintf(stderr, "fathom: ignoring %s, not a variable fathom reads (%s)\n", shown.c_str(),
-                 known.c_str());
+    // The one warning sink: a session's Options::warnings handler gets it, and the progress
+    // line is drawn again below it.
+    detail::warn("ignoring ", shown, ", not a variable fathom reads (", known, ")");
   }
 }
 // A file fathom writes as the run goes (the activity file, the trace): its folder must exist
@@ -164,7 +166,13 @@ std::string_view print_name(Print p) noexcept { return name_of(p, kPrints); }
 std::string_view loop_language_name(LoopLanguage l) noexcept { return name_of(l, kLanguages); }
 
 Options Options::with_env() const {
-  check_unknown_variables();
+  {
+    // A session reads its environment before it installs its warning handler: what is said
+    // about the environment goes to that handler too.
+    std::optional<detail::WarningRedirect> to_handler;
+    if (warnings_) to_handler.emplace(warnings_);
+    check_unknown_variables();
+  }
   Options o = *this;
   auto get = [](const char* name) -> const char* { return std::getenv(name); };
   if (const char* v = get("FATHOM_MODE")) o.mode_ = parse_choice("FATHOM_MODE", v, kModes);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "records/atomic_file.h"
@@ -41,10 +42,11 @@ int write_all(int fd, const std::string& text) noexcept {
 
 }  // namespace
 
-ReportJournalFile::ReportJournalFile(std::string json_path)
+ReportJournalFile::ReportJournalFile(std::string json_path, RunNameLock* lock)
     : json_path_(std::move(json_path)),
       journal_path_(json_path_ + "l"),
-      html_path_(html_path_of(json_path_)) {}
+      html_path_(html_path_of(json_path_)),
+      lock_(lock) {}
 
 ReportJournalFile::~ReportJournalFile() {
   if (fd_ >= 0) ::close(fd_);
@@ -87,6 +89,21 @@ bool ReportJournalFile::name_lost() const noexcept {
          named.st_ino != held.st_ino || named.st_dev != held.st_dev;
 }
 
+void ReportJournalFile::reclaim_name() noexcept {
+  // Without its lock, the name is free to the next run that starts here: both would write this
+  // run's report. A run that took it in the meantime keeps it; this one says so.
+  if (!lock_ || lock_->reclaim() != RunNameLock::Reclaim::Taken) return;
+  try {
+    const long pid = lock_->holder_of_name();
+    warn("run name '", lock_->name(), "' was taken by another run",
+         pid ? " (pid " + std::to_string(pid) + ")" : std::string(), " while ",
+         folder_of(json_path_), " was gone: both write ", json_path_,
+         "; give each run its own FATHOM_RUN_NAME");
+  } catch (...) {
+    swallowed("records/report_journal_file.cpp: the taken name's warning");
+  }
+}
+
 std::string ReportJournalFile::read_back() const {
   std::string text(static_cast<std::size_t>(size_), '\0');
   std::size_t got = 0;
@@ -113,6 +130,7 @@ void ReportJournalFile::append(const std::string& header, const std::string& lin
           fmt::format("{} was removed while the run went on, and its folder cannot be "
                       "made again: {}; the report is written at the session's end",
                       journal_path_, why));
+    reclaim_name();  // before the journal is there again: no second run starts on it
     create(so_far + line);
     warn("the report journal ", journal_path_,
          " was removed while the run went on (its folder deleted?); it is written again, "
@@ -145,6 +163,7 @@ void ReportJournalFile::finish(const std::string& json, const std::string& html)
           fmt::format("cannot write {}: its folder was removed and cannot be made "
                       "again: {}",
                       json_path_, why));
+    reclaim_name();
     warn("the report folder ", folder,
          " was removed while the run went on; it is made again for the report");
   }

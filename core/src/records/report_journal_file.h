@@ -5,12 +5,16 @@
 // calls these on its report writer's thread (background_writer.h), never on the training thread.
 #include <string>
 
+#include "records/run_name.h"
+
 namespace fathom::detail {
 
 class ReportJournalFile {
  public:
   // json_path: `<run>.json`; the journal is `<run>.jsonl` beside it, the page `<run>.html`.
-  explicit ReportJournalFile(std::string json_path);
+  // lock: the run's name lock (run_name.h), made again with the folder when it was removed;
+  // null for none. It must outlive this.
+  explicit ReportJournalFile(std::string json_path, RunNameLock* lock = nullptr);
   ~ReportJournalFile();  // closes the journal; leaves it on disk unless finish() removed it
   ReportJournalFile(const ReportJournalFile&) = delete;
   ReportJournalFile& operator=(const ReportJournalFile&) = delete;
@@ -36,9 +40,12 @@ class ReportJournalFile {
   // and appends to it from then on.
   void create(const std::string& text);
   bool name_lost() const noexcept;  // the journal's name no longer leads to fd_
-  std::string read_back() const;    // the complete lines written to fd_
+  // The folder was made again: so is the run's name lock, or a warning says who took the name.
+  void reclaim_name() noexcept;
+  std::string read_back() const;  // the complete lines written to fd_
 
   std::string json_path_, journal_path_, html_path_;
+  RunNameLock* lock_ = nullptr;
   int fd_ = -1;
   long long size_ = 0;  // bytes of complete lines in the journal
 };

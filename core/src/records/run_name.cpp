@@ -126,6 +126,34 @@ RunNameLock::Claim RunNameLock::try_lock(const std::string& name) {
   return Claim::Taken;
 }
 
+RunNameLock::Reclaim RunNameLock::reclaim() noexcept {
+  if (fd_ < 0) return Reclaim::Unavailable;
+  struct stat held, named;
+  if (::fstat(fd_, &held) != 0) return Reclaim::Unavailable;
+  if (held.st_nlink > 0 && ::lstat(path_.c_str(), &named) == 0 && named.st_ino == held.st_ino &&
+      named.st_dev == held.st_dev)
+    return Reclaim::Held;
+  const int old = fd_;
+  try {
+    switch (try_lock(name_)) {  // on success, fd_ is the new lock's
+      case Claim::Locked:
+        ::close(old);
+        return Reclaim::Remade;
+      case Claim::Taken: {
+        const int fd = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        name_holder_ = fd >= 0 ? pid_in(fd) : 0;
+        if (fd >= 0) ::close(fd);
+        return Reclaim::Taken;
+      }
+      case Claim::Unavailable:
+        break;
+    }
+  } catch (...) {
+    // Out of memory formatting the path: as a folder where no lock can be made.
+  }
+  return Reclaim::Unavailable;
+}
+
 RunNameLock::~RunNameLock() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());

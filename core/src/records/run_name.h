@@ -35,6 +35,15 @@ class RunNameLock {
   // not base.
   long holder_of_base() const noexcept { return holder_; }
 
+  // After the report folder (or the lock alone) was removed while the run went on (`rm -rf`),
+  // the flock holds a file nobody can open, and a second run could take the name. Made again
+  // here, in the folder made again, when the name is still free: Remade. Held: nothing was lost;
+  // Taken: another live run locked the name meanwhile (its pid in holder_of_name()); Unavailable:
+  // this run never held a lock, or none can be made now. Never throws.
+  enum class Reclaim { Held, Remade, Taken, Unavailable };
+  Reclaim reclaim() noexcept;
+  long holder_of_name() const noexcept { return name_holder_; }
+
  private:
   enum class Claim { Locked, Taken, Unavailable };
   Claim try_lock(const std::string& name);
@@ -44,6 +53,7 @@ class RunNameLock {
   std::string path_;
   int fd_ = -1;
   long holder_ = 0;
+  long name_holder_ = 0;
 };
 
 }  // namespace fathom::detail

@@ -145,8 +145,9 @@ ModuleScope::ModuleScope(const torch::nn::Module& module) noexcept {
       }
     }
   }
-  if (trace && s->hold(&state_, "module")) {
-    state_ = s;
+  // state_ is set before it is registered: a session ending on another thread meanwhile finds
+  // it in its holders and nulls it (hold nulls it too when it fails).
+  if (trace && (state_ = s, s->hold(&state_, "module"))) {
     try {
       trace->module_begin(watched ? watched->label : module.name());
       traced_ = trace;
@@ -167,8 +168,8 @@ ModuleScope::ModuleScope(std::string_view name) noexcept {
       detail::swallowed("session/session.cpp");
     }
   }
-  if (detail::TraceExtension* trace = s->extensions().trace; trace && s->hold(&state_, "module")) {
-    state_ = s;
+  if (detail::TraceExtension* trace = s->extensions().trace;
+      trace && (state_ = s, s->hold(&state_, "module"))) {
     trace->module_begin(name);
     traced_ = trace;
   }

@@ -4,9 +4,12 @@
 #include <fathom/version.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <mutex>
 #include <utility>
 
 #include "advise/advisor.h"
@@ -33,7 +36,29 @@ constexpr std::array<std::uint32_t, kPhaseCount> kPhaseColors{
 };
 
 // Innermost last. A vector, not a link in each scope: Python's scopes may end out of order.
-thread_local std::vector<SessionState*> current_sessions;
+// Each entry with its session's serial: a session may end on another thread than this one (a
+// Session owned by the main thread, its loop on a worker), and its end cannot reach this
+// thread's list; an entry whose session has ended is dropped when the list is next read.
+struct CurrentSession {
+  SessionState* state;
+  std::uint64_t serial;
+};
+thread_local std::vector<CurrentSession> current_sessions;
+thread_local std::uint64_t ends_seen = 0;  // session_ends when this thread last checked its list
+
+// The links between scopes and their session (each session's holders_, the live sessions) are
+// written on the scopes' threads and cleared by the session's end, on whatever thread that runs:
+// one process-wide lock for those few words. Nothing else is done, and nothing called, under it.
+std::mutex& links_mutex() noexcept {
+  static auto* m = new std::mutex;  // never destroyed: sessions may end in static destructors
+  return *m;
+}
+std::vector<std::uint64_t>& live_serials() noexcept {  // under links_mutex, ascending
+  static auto* v = new std::vector<std::uint64_t>;
+  return *v;
+}
+std::uint64_t next_serial = 1;               // under links_mutex
+std::atomic<std::uint64_t> session_ends{0};  // sessions ended so far
 
 // Begin callbacks in the order the extensions were added, the phase and step end callbacks in
 // reverse (session_extension.h); extensions that wait for their feature are skipped.
@@ -51,12 +76,23 @@ void reverse_order(Extensions& extensions, Call&& call) {
 }  // namespace
 
 SessionState* SessionState::current() noexcept {
-  return current_sessions.empty() ? nullptr : current_sessions.back();
+  if (current_sessions.empty()) return nullptr;
+  // No session ended anywhere since this thread last looked: its entries are all live.
+  const std::uint64_t ends = session_ends.load(std::memory_order_acquire);
+  if (ends != ends_seen) {
+    std::lock_guard lock(links_mutex());
+    const auto& live = live_serials();
+    std::erase_if(current_sessions, [&](const CurrentSession& c) {
+      return !std::binary_search(live.begin(), live.end(), c.serial);
+    });
+    ends_seen = ends;
+  }
+  return current_sessions.empty() ? nullptr : current_sessions.back().state;
 }
 
 void SessionState::push_current(SessionState* state) noexcept {
   try {
-    current_sessions.push_back(state);
+    current_sessions.push_back({state, state->serial_});
   } catch (...) {
     // Out of host memory: the scope's modules go without ranges, nothing else.
     detail::swallowed("session/session_state.cpp: the thread's session stack");
@@ -65,7 +101,7 @@ void SessionState::push_current(SessionState* state) noexcept {
 
 void SessionState::pop_current(SessionState* state) noexcept {
   for (auto it = current_sessions.rbegin(); it != current_sessions.rend(); ++it) {
-    if (*it == state) {
+    if (it->state == state && it->serial == state->serial_) {
       current_sessions.erase(std::next(it).base());
       return;
     }
@@ -105,6 +141,11 @@ SessionState::SessionState(Options options, std::optional<c10::Device> device,
            UnmeasuredId::OpRanges});
   }
   holders_.reserve(16);  // epoch, step, phase and a few traced modules: no allocation per scope
+  {
+    std::lock_guard lock(links_mutex());
+    serial_ = next_serial++;
+    live_serials().push_back(serial_);
+  }
   epoch_name_ = nvtx::register_name("epoch");
   step_name_ = nvtx::register_name("step");
   data_gap_name_ = nvtx::register_name("data");
@@ -148,6 +189,7 @@ SessionState::~SessionState() {
 
 bool SessionState::hold(SessionState** holder, const char* what) noexcept {
   try {
+    std::lock_guard lock(links_mutex());
     holders_.push_back({holder, what});
     return true;
   } catch (...) {
@@ -158,6 +200,7 @@ bool SessionState::hold(SessionState** holder, const char* what) noexcept {
 }
 
 void SessionState::release(SessionState** holder) noexcept {
+  std::lock_guard lock(links_mutex());
   // Scopes end innermost first: the search ends at the first entry but for Python's, driven by
   // hand.
   for (auto it = holders_.rbegin(); it != holders_.rend(); ++it) {
@@ -169,11 +212,26 @@ void SessionState::release(SessionState** holder) noexcept {
 }
 
 void SessionState::release_scopes() noexcept {
-  std::erase(current_sessions, this);  // this thread's: module scopes must not find it
-  if (holders_.empty()) return;
+  // This thread's entries now; other threads' when they next look (current()). Then the scopes
+  // still open, on whatever thread, are cut off from this state under the links' lock, so a
+  // scope made or ended on another thread meanwhile is either in holders_ (and nulled) or sees
+  // null.
+  std::erase_if(current_sessions, [&](const CurrentSession& c) { return c.serial == serial_; });
+  std::vector<Holder> open;
+  {
+    std::lock_guard lock(links_mutex());
+    auto& live = live_serials();
+    if (auto it = std::lower_bound(live.begin(), live.end(), serial_);
+        it != live.end() && *it == serial_)
+      live.erase(it);
+    session_ends.fetch_add(1, std::memory_order_release);
+    for (const Holder& h : holders_) *h.state = nullptr;
+    open.swap(holders_);
+  }
+  if (open.empty()) return;
   try {
     std::string kinds;
-    for (const Holder& h : holders_)
+    for (const Holder& h : open)
       if (kinds.find(h.what) == std::string::npos)
         kinds += (kinds.empty() ? "" : ", ") + std::string(h.what);
     detail::warn(
@@ -187,8 +245,6 @@ void SessionState::release_scopes() noexcept {
   } catch (...) {
     detail::swallowed("session/session_state.cpp: the open scopes' warning");
   }
-  for (const Holder& h : holders_) *h.state = nullptr;
-  holders_.clear();
   // The ranges those scopes would have ended, so that Nsight Systems' stack stays balanced.
   if (phase_ranges()) {
     for (std::size_t i = 0; i < open_phases_.size(); ++i) nvtx::pop();
@@ -301,7 +357,7 @@ bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
   try {
     if (journal_header_.empty()) {
       journal_header_ = format_journal_header(report_);
-      journal_ = std::make_unique<ReportJournalFile>(report_path_);
+      journal_ = std::make_unique<ReportJournalFile>(report_path_, name_lock_.get());
     }
     auto task = [journal = journal_.get(), state = &journal_state_, header = journal_header_,
                  line = format_journal_epoch(summary, report_.environment)]() noexcept {

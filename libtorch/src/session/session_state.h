@@ -173,7 +173,8 @@ class SessionState {
     SessionState** state;
     const char* what;
   };
-  std::vector<Holder> holders_;
+  std::vector<Holder> holders_;  // under the links' lock (session_state.cpp)
+  std::uint64_t serial_ = 0;     // this state among all the process's: addresses are reused
   bool said_overlap_ = false;
   std::int64_t epoch_index_ = 0;
   std::int64_t step_index_ = 0;
