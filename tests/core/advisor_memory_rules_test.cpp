@@ -87,6 +87,20 @@ TEST(AdvisorMemory, HardwareFitFiresWhenTheRunFillsItsCard) {
   EXPECT_NE(f->fix.find("Mode::Auto"), std::string::npos);
 }
 
+// The finding's evidence follows the writers' rule (epoch_hardware_fit): a CPU run's needs are
+// not weighed against GPU cards.
+TEST(AdvisorMemory, HardwareFitOnACpuRunNamesNoGpuCard) {
+  EpochSummary e = epoch_with(1000, 0);
+  e.footprint = footprint();
+  e.device_memory = DeviceMemoryPeak{21 * GiB, 22 * GiB, 0, 0};
+  Environment env = device_of(24 * GiB);
+  env.device = "cpu";
+  const auto f = find(advise(e, env), finding_id::kHardwareFit);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "fp32 (as run)")->value, "needs 22.75 GiB");
+  for (const Evidence& ev : f->evidence) EXPECT_EQ(ev.value.find("GB,"), std::string::npos);
+}
+
 TEST(AdvisorMemory, HardwareFitQuietWithRoomToSpare) {
   EpochSummary e = epoch_with(1000, 0);
   e.footprint = footprint();

@@ -65,6 +65,30 @@ TEST(ReportGaps, ACpuRunHasNoGpuCardColumns) {
   EXPECT_NE(format_terminal_report(report_of(e, "cuda:0")).find("80 GB"), std::string::npos);
 }
 
+// One rule for every writer (epoch_hardware_fit): the JSON used to table the four GPU cards on a
+// CPU run that the terminal and the HTML had dropped.
+TEST(ReportGaps, TheJsonComparesCardsOnlyWhereTheTerminalDoes) {
+  EpochSummary e = test::epoch_with(100, 10);
+  e.footprint = footprint();
+  for (const std::string device : {"cpu", "cuda:0"}) {
+    const RunReport r = report_of(e, device);
+    const bool gpu = device != "cpu";
+    const std::string json = format_json_report(r);
+    const std::string terminal = format_terminal_report(r);
+    EXPECT_EQ(terminal.find("80 GB") != std::string::npos, gpu) << terminal;
+    EXPECT_EQ(json.find("\"80 GB\"") != std::string::npos, gpu) << json;
+    EXPECT_EQ(json.find("\"card_capacity_bytes\": null") != std::string::npos, !gpu) << json;
+    EXPECT_EQ(json.find("\"cards\": null") != std::string::npos, !gpu) << json;
+    // The needs are the same on both: only the comparison with GPU cards is left out.
+    const auto need = hardware_fit(*e.footprint, std::nullopt, std::nullopt).variants[0].need_bytes;
+    EXPECT_NE(json.find("\"need_bytes\": " + std::to_string(*need)), std::string::npos);
+    // The journal (the live report) writes epochs through the same rule.
+    EXPECT_EQ(
+        format_journal_epoch(r.epochs[0], r.environment).find("\"80 GB\"") != std::string::npos,
+        gpu);
+  }
+}
+
 // 10 steps of 80 ms with 20 ms of loading between them, then a 2 s eval pass before the epoch
 // ends: 640 samples in 1 s of training, not in the epoch's 3 s.
 TEST(ReportGaps, SamplesPerSecondCoverTheStepsTheStepTimeCovers) {

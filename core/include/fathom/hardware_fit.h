@@ -70,6 +70,9 @@ struct FitVariant {
 };
 
 struct HardwareFit {
+  // false on a CPU run: the card sizes are GPU memory, so no variant is compared with them (each
+  // variant's cards stay empty) and no writer tables them.
+  bool cards_compared = true;
   std::int64_t overhead_bytes = 0;  // CUDA context, library workspaces
   bool overhead_measured = false;   // true: NVML memory used minus allocator reserved
   double fragmentation = 1.0;  // allocator reserved / allocated at the peak (measured; 1 if not)
@@ -80,6 +83,13 @@ struct HardwareFit {
 // the allocator; peak: the allocator's peaks. Either may be absent.
 HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMemoryPeak>& peak,
                          std::optional<std::int64_t> device_used_bytes);
+
+struct EpochSummary;
+struct Environment;
+// The fit every writer of an epoch (terminal, JSON, HTML, the advisor's finding) shows: from the
+// epoch's footprint, allocator peaks and NVML's peak used, the cards compared only on a GPU run
+// (one rule, so the JSON cannot table GPU cards the terminal drops). nullopt without a footprint.
+std::optional<HardwareFit> epoch_hardware_fit(const EpochSummary& e, const Environment& env);
 
 // The reason no configuration was estimated, when every variant has the same one (activations
 // not measured): the writers say it once, not once per row (issue 24: five times in a report).

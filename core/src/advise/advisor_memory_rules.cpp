@@ -59,12 +59,11 @@ void memory_near_capacity(const EpochSummary& e, const Environment& env,
 }
 
 void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vector<Finding>& out) {
-  if (!e.footprint) return;
+  const std::optional<HardwareFit> fitted = epoch_hardware_fit(e, env);
+  if (!fitted) return;
+  const HardwareFit& fit = *fitted;
   const auto m = device_memory_share(e, env);
   const std::int64_t ooms = e.device_memory ? e.device_memory->ooms : 0;
-  const std::optional<std::int64_t> used =
-      e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt;
-  const HardwareFit fit = hardware_fit(*e.footprint, e.device_memory, used);
   const FitVariant& as_run = fit.variants.front();
   const std::int64_t capacity = m ? m->total : env.device_memory_bytes.value_or(0);
   const bool as_run_tight =
@@ -82,14 +81,17 @@ void hardware_fit_rule(const EpochSummary& e, const Environment& env, std::vecto
       continue;
     }
     std::string cards;
-    for (std::size_t i = 0; i < std::size(kFitCards); ++i) {
+    for (std::size_t i = 0; i < v.cards.size(); ++i) {
       if (v.cards[i] == Fit::DoesNotFit) continue;
       cards += (cards.empty() ? "" : ", ") + std::string(kFitCards[i].label) +
                (v.cards[i] == Fit::Tight ? " (tight)" : "");
     }
+    // A CPU run compares no card (GPU sizes say nothing about it): the need alone.
     f.evidence.push_back(
-        {variant_name(v), fmt::format("needs {}; fits {}", bytes_text(*v.need_bytes),
-                                      cards.empty() ? "none of 24/40/80/141 GB" : cards)});
+        {variant_name(v), !fit.cards_compared
+                              ? "needs " + bytes_text(*v.need_bytes)
+                              : fmt::format("needs {}; fits {}", bytes_text(*v.need_bytes),
+                                            cards.empty() ? "none of 24/40/80/141 GB" : cards)});
     if (!v.as_run && capacity > 0 && fit_on(*v.need_bytes, capacity) == Fit::Fits &&
         (!best || *v.need_bytes > *best->need_bytes))
       best = &v;  // the variant that fits with the least change: the largest need that still fits

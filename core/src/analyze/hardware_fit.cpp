@@ -1,4 +1,5 @@
 #include <fathom/hardware_fit.h>
+#include <fathom/report.h>
 
 #include <algorithm>
 #include <cmath>
@@ -97,6 +98,17 @@ HardwareFit hardware_fit(const MemoryFootprint& m, const std::optional<DeviceMem
     for (bool ck : {false, true})
       if (mp != m.mixed_precision || ck != m.checkpointing) out.variants.push_back(variant(mp, ck));
   return out;
+}
+
+std::optional<HardwareFit> epoch_hardware_fit(const EpochSummary& e, const Environment& env) {
+  if (!e.footprint) return std::nullopt;
+  HardwareFit fit = hardware_fit(*e.footprint, e.device_memory,
+                                 e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+  if (env.cpu_run()) {
+    fit.cards_compared = false;
+    for (FitVariant& v : fit.variants) v.cards.clear();
+  }
+  return fit;
 }
 
 std::optional<std::string> shared_not_estimated_reason(const HardwareFit& fit) {

@@ -153,10 +153,10 @@ std::string telemetry_table(const EpochSummary& e) {
 }
 
 std::string hardware_fit_table(const EpochSummary& e, const Environment& env) {
-  if (!e.footprint) return {};
+  const std::optional<HardwareFit> fitted = epoch_hardware_fit(e, env);
+  if (!fitted) return {};
+  const HardwareFit& fit = *fitted;
   const MemoryFootprint& m = *e.footprint;
-  const HardwareFit fit = hardware_fit(
-      m, e.device_memory, e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
   // As in the terminal: a reason every configuration shares said once, no GPU cards on a CPU run.
   const std::optional<std::string> none_estimated = shared_not_estimated_reason(fit);
   std::string out = "<h3>Hardware fit</h3>";
@@ -174,7 +174,7 @@ std::string hardware_fit_table(const EpochSummary& e, const Environment& env) {
   if (none_estimated)
     return out + "<p class=\"muted\">Configurations not estimated: " + escape(*none_estimated) +
            "</p>";
-  const bool cards = !env.cpu_run();
+  const bool cards = fit.cards_compared;
   out += "<table><thead><tr><th>configuration</th><th>needs</th>";
   if (cards)
     for (const CardSize& c : kFitCards)

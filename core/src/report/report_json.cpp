@@ -203,14 +203,13 @@ std::optional<MemoryFootprint> footprint_from(const json& parent) {
   return m;
 }
 
-// Derived from the footprint (and memory peaks) on every write; readers may ignore it.
-json hardware_fit_json(const EpochSummary& e) {
-  if (!e.footprint) return nullptr;
-  const HardwareFit fit =
-      hardware_fit(*e.footprint, e.device_memory,
-                   e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
+// Derived from the footprint (and memory peaks) on every write; readers may ignore it. A CPU run
+// compares no GPU card (epoch_hardware_fit): its cards and card capacities are null.
+json hardware_fit_json(const EpochSummary& e, const Environment& env) {
+  const std::optional<HardwareFit> fit = epoch_hardware_fit(e, env);
+  if (!fit) return nullptr;
   json variants = json::array();
-  for (const FitVariant& v : fit.variants) {
+  for (const FitVariant& v : fit->variants) {
     json cards = json::object();
     for (std::size_t i = 0; i < v.cards.size(); ++i)
       cards[std::string(kFitCards[i].label)] = std::string(fit_name(v.cards[i]));
@@ -221,19 +220,19 @@ json hardware_fit_json(const EpochSummary& e) {
          {"need_bytes", optional_json(v.need_bytes)},
          {"activation_bytes", v.need_bytes ? json(v.activation_bytes) : json(nullptr)},
          {"cast_cache_bytes", v.need_bytes ? json(v.cast_cache_bytes) : json(nullptr)},
-         {"cards", v.need_bytes ? cards : json(nullptr)},
+         {"cards", v.need_bytes && fit->cards_compared ? cards : json(nullptr)},
          {"why_not_estimated", v.why}});
   }
   json capacities = json::object();
   for (const CardSize& c : kFitCards) capacities[std::string(c.label)] = c.capacity_bytes;
-  return {{"overhead_bytes", fit.overhead_bytes},
-          {"overhead_measured", fit.overhead_measured},
-          {"fragmentation", fit.fragmentation},
-          {"card_capacity_bytes", capacities},
+  return {{"overhead_bytes", fit->overhead_bytes},
+          {"overhead_measured", fit->overhead_measured},
+          {"fragmentation", fit->fragmentation},
+          {"card_capacity_bytes", fit->cards_compared ? capacities : json(nullptr)},
           {"variants", variants}};
 }
 
-json epoch_json(const EpochSummary& e) {
+json epoch_json(const EpochSummary& e, const Environment& env) {
   json phases = json::object();
   for (const PhaseSummary& p : e.phases) {
     phases[std::string(phase_name(p.phase))] = {
@@ -274,7 +273,7 @@ json epoch_json(const EpochSummary& e) {
           {"peak_rss_bytes", optional_json(e.peak_rss_bytes)},
           {"telemetry", telemetry_json(e.telemetry)},
           {"footprint", footprint_json(e.footprint)},
-          {"hardware_fit", hardware_fit_json(e)},
+          {"hardware_fit", hardware_fit_json(e, env)},
           {"mixed_precision", detail::mixed_precision_json(e.mixed_precision)},
           {"modules", detail::module_report_json(e.modules)},
           {"gpu", e.gpu ? detail::gpu_summary_to_json(*e.gpu) : json(nullptr)},
@@ -361,8 +360,8 @@ std::string format_json_report(const RunReport& report) {
   if (report.epochs.empty()) return out;
   std::string epochs = "[\n";
   for (std::size_t i = 0; i < report.epochs.size(); ++i) {
-    const std::string one =
-        epoch_json(report.epochs[i]).dump(2, ' ', false, json::error_handler_t::replace);
+    const std::string one = epoch_json(report.epochs[i], report.environment)
+                                .dump(2, ' ', false, json::error_handler_t::replace);
     epochs += "    ";  // the array's items sit two levels deep
     for (char c : one) {
       epochs += c;
@@ -452,7 +451,8 @@ std::string format_journal_header(const RunReport& report) {
 std::string format_journal_epoch(const EpochSummary& epoch, const Environment& environment) {
   // The environment rides with each epoch: extensions fill it in as the run goes (the device's
   // name at the first step, what went unmeasured), and it is a few hundred bytes, not a history.
-  json j = {{"environment", environment_json(environment)}, {"epoch", epoch_json(epoch)}};
+  json j = {{"environment", environment_json(environment)},
+            {"epoch", epoch_json(epoch, environment)}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

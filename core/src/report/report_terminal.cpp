@@ -153,10 +153,10 @@ void telemetry_section(std::string& out, const EpochSummary& e) {
 // The measured footprint and what it needs on other cards: the card columns only for a run on a
 // GPU (they are GPU memory sizes), and a reason every configuration shares said once.
 void hardware_fit_section(std::string& out, const EpochSummary& e, const Environment& env) {
-  if (!e.footprint) return;
+  const std::optional<HardwareFit> fitted = epoch_hardware_fit(e, env);
+  if (!fitted) return;
+  const HardwareFit& fit = *fitted;
   const MemoryFootprint& m = *e.footprint;
-  const HardwareFit fit = hardware_fit(
-      m, e.device_memory, e.telemetry ? e.telemetry->memory_used_bytes_max : std::nullopt);
   const std::optional<std::string> none_estimated = shared_not_estimated_reason(fit);
   section(out, "hardware fit");
   fmt::format_to(
@@ -171,7 +171,7 @@ void hardware_fit_section(std::string& out, const EpochSummary& e, const Environ
                    *none_estimated);
     return;
   }
-  const bool cards = !env.cpu_run();
+  const bool cards = fit.cards_compared;
   fmt::format_to(std::back_inserter(out), "  overhead {} ({}), allocator fragmentation x{:.2f}\n",
                  bytes_text(fit.overhead_bytes), fit.overhead_measured ? "measured" : "assumed",
                  fit.fragmentation);
