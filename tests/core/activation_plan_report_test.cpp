@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "activation_fixtures.h"
 #include "advise/advisor.h"
 #include "advisor_fixtures.h"
 #include "sample_report.h"
@@ -22,18 +23,7 @@ using test::find;
 
 // Two MLP blocks whose plan at 700 B recomputes block0's matmul and GELU (activation_plan_test).
 std::vector<ActivationUnit> two_blocks() {
-  std::vector<ActivationUnit> units(2);
-  for (int i = 0; i < 2; ++i) {
-    ActivationUnit& u = units[i];
-    u.name = "blocks." + std::to_string(i);
-    u.input_bytes = 100;
-    u.input_saved_bytes = 100;
-    u.output_bytes = 100;
-    u.groups = {{"mm", 200, 4.0, 4000, true, {kUnitInput}},
-                {"gelu", 200, 1.0, 200, false, {0}},
-                {"mm2", 100, 4.0, 4000, true, {1}}};
-  }
-  return units;
+  return {test::mlp_unit("blocks.0"), test::mlp_unit("blocks.1")};
 }
 
 ActivationPlanReport planned(std::int64_t budget) {

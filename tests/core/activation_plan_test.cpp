@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "activation_fixtures.h"
+
 namespace fathom {
 namespace {
 
@@ -17,20 +19,7 @@ using K = TensorChoice;
 constexpr TensorChoice Keep = TensorChoice::Keep, Recompute = TensorChoice::Recompute,
                        Offload = TensorChoice::Offload;
 
-// A unit like an MLP block: a matmul that saves its input (100 B) and its output (200 B, 4 ms),
-// a GELU that saves its output (200 B, 1 ms) and a second matmul whose output is the unit's
-// (100 B, 4 ms).
-ActivationUnit mlp_unit(const std::string& name) {
-  ActivationUnit u;
-  u.name = name;
-  u.input_bytes = 100;
-  u.input_saved_bytes = 100;
-  u.output_bytes = 100;
-  u.groups = {{"mm", 200, 4.0, 4000, true, {kUnitInput}},
-              {"gelu", 200, 1.0, 200, false, {0}},
-              {"mm2", 100, 4.0, 4000, true, {1}}};
-  return u;
-}
+using test::mlp_unit;
 
 ActivationAssignment keep_all(const std::vector<ActivationUnit>& units) {
   ActivationAssignment a;
