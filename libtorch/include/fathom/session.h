@@ -25,7 +25,10 @@
 // Misuse never crashes and never drops an epoch silently: an epoch opened inside an open epoch,
 // or a step inside an open step, is ignored with a warning (its steps, or its phases, count in
 // the open one); a scope that outlives its Session (a unique_ptr<Session> reset inside the loop)
-// ends as a no-op, said in a warning when the Session ends.
+// ends as a no-op, said in a warning when the Session ends. A Session may end on another thread
+// than its loop's: the loop's scopes are no-ops from then on. Ending it while another thread is
+// inside a scope's constructor or destructor is a data race, as for any C++ object (the scopes
+// hold no lock for their whole call, which would cost every scope): stop or join the loop first.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <fathom/options.h>
