@@ -249,6 +249,47 @@ TEST_F(SessionTest, AutoRunsTheJointPlanAsWholeUnitsWithTheSameGradients) {
     EXPECT_TRUE(torch::equal(got[i].grad(), want[i].grad())) << i;
 }
 
+// In-place items alias their input: each joins the unit before it, as for the block plan, and its
+// groups follow that unit's.
+TEST_F(SessionTest, InPlaceItemsJoinTheUnitBeforeThem) {
+  ASSERT_TRUE(detail::SavedTensorCapture::available());
+  torch::manual_seed(27);
+  using namespace torch::nn;
+  Sequential model(Linear(kWidth, kHidden), ReLU(ReLUOptions().inplace(true)),
+                   Linear(kHidden, kHidden), ReLU(ReLUOptions().inplace(true)),
+                   Linear(kHidden, kWidth));
+  // Three units hold at least half their peak: 60 %.
+  Session session(Options()
+                      .report_dir(dir())
+                      .print_report(false)
+                      .mode(Mode::Suggest)
+                      .checkpoint_budget(MemoryBudget::fraction(0.6)));
+  session.watch(*model);
+  const at::Tensor x = torch::randn({kBatch, kWidth});
+  run_epoch(session, model, x, 3);
+  const ActivationPlanReport& p = only_plan(session);
+  ASSERT_EQ(p.modules.size(), 3u);  // Linear + ReLU, Linear + ReLU, Linear
+  // Each unit holds what its items save besides the unit's input, counted on its own here.
+  const std::vector<std::pair<int, int>> items{{0, 2}, {2, 4}, {4, 5}};
+  at::Tensor h = x;
+  for (std::size_t u = 0; u < items.size(); ++u) {
+    detail::SavedTensorCapture independent;
+    const auto in = detail::storage_of(h).storage;
+    for (int i = items[u].first; i < items[u].second; ++i)
+      h = model[static_cast<std::size_t>(i)]->as<Linear>()
+              ? model->ptr<LinearImpl>(static_cast<std::size_t>(i))->forward(h)
+              : model->ptr<ReLUImpl>(static_cast<std::size_t>(i))->forward(h);
+    std::int64_t besides_input = 0;
+    for (const auto& s : independent.saved())
+      if (s.storage != in) besides_input += s.bytes;
+    const ActivationModuleRow& row = p.modules[u];
+    EXPECT_EQ(row.kept_bytes + row.recomputed_bytes + row.offloaded_bytes, besides_input)
+        << row.name;
+  }
+  EXPECT_TRUE(p.feasible) << p.message;
+  EXPECT_LE(p.predicted_peak_bytes, p.budget_bytes);
+}
+
 TEST_F(SessionTest, ABudgetNoPlanMeetsGetsTheLeastMemoryPlanAndTheBudgetThatFits) {
   ASSERT_TRUE(detail::SavedTensorCapture::available());
   Session session(Options()

@@ -143,7 +143,14 @@ std::vector<CheckpointExtension::ChainPlan> CheckpointExtension::choose_plans(
     p.chain = candidates[k];
     const Chain& c = chains_[candidates[k]];
     p.block = plan_chain(c, share, budget_text, apply);
-    p.joint = plan_joint(c, share, budget_text, apply, p.block);
+    try {
+      CheckpointPlanReport block = p.block;
+      p.joint = plan_joint(c, share, budget_text, apply, block);
+      p.block = std::move(block);
+    } catch (const std::exception& e) {
+      // The block plan stands: a joint plan that cannot be made takes nothing from it.
+      detail::warn("the joint activation plan of ", c.label, " was not made: ", e.what());
+    }
     out.push_back(std::move(p));
   }
   return out;

@@ -109,9 +109,10 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
         op.flops += static_cast<double>(*flops);
     if (frame->top) {
       // Its own time: the callbacks of the ops inside it are fathom's.
-      op.ms = static_cast<double>(entered_ns - frame->begin_ns -
-                                  (st->overhead_ns - frame->overhead_before_ns)) /
-              1e6;
+      op.ms =
+          static_cast<double>(std::max<std::int64_t>(
+              entered_ns - frame->begin_ns - (st->overhead_ns - frame->overhead_before_ns), 0)) /
+          1e6;
       for (const c10::IValue& v : fn.outputs()) add_storages(v, op.outputs);
       const auto& saved = st->capture.saved();
       op.saved.assign(saved.begin() + static_cast<std::ptrdiff_t>(frame->saved_before),
