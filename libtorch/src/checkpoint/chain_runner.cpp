@@ -1,16 +1,21 @@
 #include "checkpoint/chain_runner.h"
 
+#include <c10/core/GradMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <fathom/block.h>
 #include <fathom/checkpoint.h>
 #include <fathom/error.h>
 #include <fathom/session.h>
 
+#include <algorithm>
+#include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "checkpoint/chain_nesting.h"
 #include "checkpoint/checkpoint_extension.h"
+#include "checkpoint/unit_measure.h"
 #include "collect/clock.h"
 #include "measure/saved_tensor_meter.h"
 
@@ -19,11 +24,13 @@ namespace {
 
 // Measures one block, or one checkpointed segment (index -1), of a profiled chain call: the
 // storages it saves for backward, split into its input, its output and its own, and its forward
-// time on the host clock and, on a GPU, between two events on the current stream.
+// time on the host clock and, on a GPU, between two events on the current stream; for a block,
+// also its op groups as the joint planner reads them (unit_measure.h).
 class Probe {
  public:
   Probe(CheckpointExtension& ext, int chain, int index, const at::Tensor& input)
-      : ext_(ext), chain_(chain), index_(index), input_(storage_of(input)) {
+      : ext_(ext), chain_(chain), index_(index), input_(storage_of(input)), input_tensor_(input) {
+    if (index >= 0) recorder_.emplace();
     if (auto device = ext.device(); device && index >= 0) {
       try {
         auto timing =
@@ -43,6 +50,8 @@ class Probe {
     const std::int64_t end_ns = now_ns();
     if (timing_) timing_->stop.record(stream(*ext_.device()));
     auto& saved = ext_.saved_in_call(chain_);
+    MeasuredUnit unit;
+    if (recorder_) unit = recorder_->finish(input_tensor_, saved);
     const SavedTensorCapture::Saved out = storage_of(output);
     ChainBlock b;
     for (const SavedTensorCapture::Saved& s : capture_.saved()) {
@@ -59,8 +68,10 @@ class Probe {
     b.input_bytes = input_.bytes;
     b.output_bytes = out.bytes;
     b.aliases_input = out.storage && out.storage == input_.storage;
-    b.forward_ms = static_cast<double>(end_ns - begin_ns_) / 1e6;
-    ext_.add_sample(chain_, index_, b, std::move(timing_));
+    const std::int64_t measuring_ns = recorder_ ? recorder_->overhead_ns() : 0;
+    b.forward_ms =
+        static_cast<double>(std::max<std::int64_t>(end_ns - begin_ns_ - measuring_ns, 0)) / 1e6;
+    ext_.add_sample(chain_, index_, b, std::move(timing_), std::move(unit));
   }
 
  private:
@@ -71,9 +82,11 @@ class Probe {
   CheckpointExtension& ext_;
   int chain_, index_;
   SavedTensorCapture::Saved input_;
+  at::Tensor input_tensor_;
   std::unique_ptr<CheckpointExtension::DeviceTiming> timing_;
   std::int64_t begin_ns_ = 0;
   SavedTensorCapture capture_;
+  std::optional<UnitRecorder> recorder_;  // after capture_: its capture nests inside the probe's
 };
 
 void check_segments(const std::vector<CheckpointSegment>& segments, int blocks) {
@@ -88,13 +101,35 @@ void check_segments(const std::vector<CheckpointSegment>& segments, int blocks) 
   }
 }
 
+using RecomputeClock = std::shared_ptr<std::atomic<std::int64_t>>;
+
+// Adds the host time of a checkpointed part's recompute (the call in backward, under grad mode;
+// the forward's call runs without it) to the session's clock.
+class RecomputeTimer {
+ public:
+  explicit RecomputeTimer(const RecomputeClock& clock) noexcept
+      : clock_(clock && at::GradMode::is_enabled() ? clock.get() : nullptr),
+        begin_ns_(clock_ ? now_ns() : 0) {}
+  ~RecomputeTimer() {
+    if (clock_) clock_->fetch_add(now_ns() - begin_ns_, std::memory_order_relaxed);
+  }
+  RecomputeTimer(const RecomputeTimer&) = delete;
+  RecomputeTimer& operator=(const RecomputeTimer&) = delete;
+
+ private:
+  std::atomic<std::int64_t>* clock_;
+  std::int64_t begin_ns_;
+};
+
 // Items [begin, end) of seq as one checkpointed function.
-at::Tensor checkpoint_items(torch::nn::Sequential& seq, int begin, int end, const at::Tensor& x) {
+at::Tensor checkpoint_items(torch::nn::Sequential& seq, int begin, int end, const at::Tensor& x,
+                            RecomputeClock clock = {}) {
   CheckpointOptions options;
   for (int i = begin; i < end; ++i) options.module(seq->ptr(static_cast<std::size_t>(i)));
   // The holder is copied: backward runs the items again after this call has returned.
   return checkpoint(
-      [seq, begin, end](const at::Tensor& input) mutable {
+      [seq, begin, end, clock](const at::Tensor& input) mutable {
+        RecomputeTimer timer(clock);
         at::Tensor y = input;
         for (int i = begin; i < end; ++i) {
           auto& item = *(seq->begin() + i);
@@ -161,7 +196,7 @@ at::Tensor run_sequential(torch::nn::Sequential& seq, const at::Tensor& input,
         CurrentBlock current(*ext, chain, s.begin);
         std::optional<Probe> probe;
         if (profiling) probe.emplace(*ext, chain, -1, x);
-        x = checkpoint_items(seq, s.begin, s.end, x);
+        x = checkpoint_items(seq, s.begin, s.end, x, ext->recompute_clock());
         if (probe) probe->finish(x);
       }
       i = s.end;
@@ -217,8 +252,17 @@ at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorF
   ChainNesting nested(module.get());
   std::optional<detail::Probe> probe;
   if (ext->profiling()) probe.emplace(*ext, chain, checkpointed ? -1 : index, input);
-  at::Tensor y = checkpointed ? checkpoint(forward, input, CheckpointOptions().module(module))
-                              : forward(input);
+  at::Tensor y;
+  if (checkpointed) {
+    y = checkpoint(
+        [forward, clock = ext->recompute_clock()](const at::Tensor& in) {
+          detail::RecomputeTimer timer(clock);
+          return forward(in);
+        },
+        input, CheckpointOptions().module(module));
+  } else {
+    y = forward(input);
+  }
   if (probe) probe->finish(y);
   return y;
 }

@@ -100,6 +100,10 @@ void CheckpointExtension::end_call(int chain, bool plain) {
   } else {
     c.measured_with_plan = stored;
     if (c.plan) c.plan->measured_stored_bytes = stored;
+    // What the chain keeps after its forward under the plan: on a CPU, which has no allocator
+    // statistics, this is the measured side of the joint plan's peak (fathom never resets the
+    // allocator's run peak, so a GPU step's own peak is not known either).
+    if (c.joint && c.joint->applied) c.joint->measured_peak_bytes = stored;
   }
 }
 
@@ -122,7 +126,7 @@ void CheckpointExtension::set_checkpointed(int chain, int index, bool checkpoint
 }
 
 void CheckpointExtension::add_sample(int chain, int index, const ChainBlock& block,
-                                     std::unique_ptr<DeviceTiming> timing) {
+                                     std::unique_ptr<DeviceTiming> timing, MeasuredUnit unit) {
   Chain& c = chains_[chain];
   if (static_cast<int>(c.blocks.size()) <= index) c.blocks.resize(index + 1);
   BlockStats& b = c.blocks[index];
@@ -131,6 +135,10 @@ void CheckpointExtension::add_sample(int chain, int index, const ChainBlock& blo
   b.measured = true;
   ++b.calls;
   b.ms_total += block.forward_ms;
+  if (!unit.unit.groups.empty()) {
+    unit.unit.name = b.name;
+    b.unit = std::move(unit);
+  }
   if (timing) timings_.push_back(PendingTiming{chain, index, std::move(timing)});
 }
 
@@ -194,6 +202,7 @@ void CheckpointExtension::on_epoch_begin(std::int64_t) noexcept {
     }
     // A suggestion is remade each epoch; an applied plan stays in force.
     if (c.plan && !c.plan->applied) c.plan.reset();
+    if (c.joint && !c.joint->applied) c.joint.reset();
   }
 }
 
@@ -207,6 +216,9 @@ void CheckpointExtension::found_blocks_inside(const void* block) noexcept {
 
 void CheckpointExtension::on_step_begin(std::int64_t step) noexcept {
   step_ = step;
+  recompute_ns_->store(0, std::memory_order_relaxed);
+  plan_in_force_ = std::any_of(chains_.begin(), chains_.end(),
+                               [](const Chain& c) { return !c.applied.empty(); });
   // Whether saved tensors can be seen is known at the step's first chain (capture_ready).
   profiling_ =
       capture_ != Capture::Off && capture_ != Capture::Unavailable && step < kProfiledSteps;
@@ -246,6 +258,10 @@ void CheckpointExtension::on_phase_end(Phase, bool) noexcept {
 }
 
 void CheckpointExtension::on_step_end(std::int64_t, bool failed) noexcept {
+  if (const std::int64_t ns = recompute_ns_->exchange(0); !failed && plan_in_force_) {
+    planned_recompute_ms_ += static_cast<double>(ns) / 1e6;
+    ++planned_steps_;
+  }
   try {
     resolve_timings(/*wait=*/profiling_);
     for (std::size_t i = 0; i < chains_.size(); ++i) {
@@ -255,10 +271,11 @@ void CheckpointExtension::on_step_end(std::int64_t, bool failed) noexcept {
     }
     if (step_peak_) epoch_peak_ = std::max(epoch_peak_.value_or(0), *step_peak_);
     if (!failed && profiling_ && auto_mode()) {
-      for (auto& [index, report] : choose_plans(step_peak_, /*apply=*/true)) {
-        Chain& c = chains_[index];
-        c.applied = report.segments;
-        c.plan = std::move(report);
+      for (ChainPlan& p : choose_plans(step_peak_, /*apply=*/true)) {
+        Chain& c = chains_[p.chain];
+        c.applied = p.block.segments;
+        c.plan = std::move(p.block);
+        c.joint = std::move(p.joint);
       }
     }
   } catch (const std::exception& e) {
@@ -317,9 +334,12 @@ void CheckpointExtension::on_footprint(FootprintParts& parts, Environment& envir
 void CheckpointExtension::write_section(EpochSummary& epoch, Environment& environment) noexcept {
   try {
     resolve_timings(/*wait=*/true);
+    if (epoch.gpu) link_bytes_per_second_ = measured_link_bytes_per_second(epoch.gpu->transfers);
     if (options_.mode() >= Mode::Suggest) {
-      for (auto& [index, report] : choose_plans(epoch_peak_, /*apply=*/false))
-        chains_[index].plan = std::move(report);
+      for (ChainPlan& p : choose_plans(epoch_peak_, /*apply=*/false)) {
+        chains_[p.chain].plan = std::move(p.block);
+        chains_[p.chain].joint = std::move(p.joint);
+      }
     }
     ModuleReport m;
     m.source =
@@ -355,13 +375,21 @@ void CheckpointExtension::write_section(EpochSummary& epoch, Environment& enviro
         if (epoch.step_ms_mean() > 0) p.step_overhead = p.recompute_ms / epoch.step_ms_mean();
         m.plans.push_back(std::move(p));
       }
+      if (c.joint) {
+        ActivationPlanReport j = *c.joint;
+        // Nothing is offloaded in this build: the extra time is the recompute's.
+        if (j.applied && planned_steps_ > 0)
+          j.measured_extra_ms = planned_recompute_ms_ / static_cast<double>(planned_steps_);
+        m.activation_plans.push_back(std::move(j));
+      }
     }
     m.out_of_memory = out_of_memory_;
     // Turned off: the session said so once, at its start.
     if (capture_ == Capture::Unavailable)
       environment.not_measured.push_back(
           {"activation bytes per module", capture_unavailable_why_, UnmeasuredId::ActivationBytes});
-    if (!m.modules.empty() || !m.plans.empty() || !m.out_of_memory.empty())
+    if (!m.modules.empty() || !m.plans.empty() || !m.activation_plans.empty() ||
+        !m.out_of_memory.empty())
       epoch.modules = std::move(m);
   } catch (const std::exception& e) {
     detail::warn("the per-module section could not be written: ", e.what());

@@ -12,6 +12,12 @@
 // - An out-of-memory error inside fathom::guarded_step is recorded with its phase, block and peak;
 //   in Auto mode the plan is tightened and the step retried once (guarded_step.cpp).
 //
+// The joint plan (activation_plan.h, joint_planning.cpp): the profiled steps also measure each
+// block's op groups (unit_measure.h), and wherever a block plan is made the joint
+// keep/recompute/offload plan is made for the same chain and budget: Suggest reports it (the
+// per-module table and the memory.activation_plan finding), Auto runs what this build can of it
+// (activation_applier.h) in place of the block plan, and the profiled steps after measure it.
+//
 // Budgets: on a GPU the budget bounds the allocator's peak in a step, and the activation budget
 // is what remains after the memory that does not depend on the plan (the measured peak minus the
 // predicted activation peak). On a CPU, which has no allocator statistics, the budget bounds the
@@ -19,9 +25,11 @@
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
 #include <fathom/checkpoint_planner.h>
+#include <fathom/gpu_analysis.h>
 #include <fathom/module_report.h>
 #include <fathom/options.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -31,6 +39,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "checkpoint/unit_measure.h"
 #include "session/session_extension.h"
 
 namespace c10 {
@@ -43,6 +52,10 @@ class Module;
 namespace fathom::detail {
 
 inline constexpr std::int64_t kProfiledSteps = 3;
+
+// The host link's bandwidth each way (bytes/s) from an epoch's measured copies: the slower of
+// host-to-device and device-to-host; 0 when neither was measured (joint_planning.cpp).
+double measured_link_bytes_per_second(const TransferResult& transfers);
 // Why activation bytes are missing when the user turned the autograd-engine hook off.
 inline constexpr const char* kAutogradHookOff =
     "turned off (Options::autograd_hook(false) or FATHOM_AUTOGRAD_HOOK=off): fathom leaves "
@@ -80,6 +93,10 @@ class CheckpointExtension final : public SessionExtension {
   // in it was checkpointed).
   void begin_call(int chain, int blocks);
   void end_call(int chain, bool plain);
+  // Where a checkpointed part adds the host time of its recompute in backward.
+  const std::shared_ptr<std::atomic<std::int64_t>>& recompute_clock() const noexcept {
+    return recompute_ns_;
+  }
   // The next index in the step's registered-blocks chain.
   int next_registered_block() noexcept { return registered_next_++; }
   // Storages saved in this chain call so far (profiled calls), with their bytes: a storage two
@@ -92,7 +109,7 @@ class CheckpointExtension final : public SessionExtension {
     c10::Event start, stop;
   };
   void add_sample(int chain, int index, const ChainBlock& block,
-                  std::unique_ptr<DeviceTiming> timing);
+                  std::unique_ptr<DeviceTiming> timing, MeasuredUnit unit = {});
   // Names block `index` of the chain (once: names do not change) and marks whether it runs
   // checkpointed in this call.
   bool named(int chain, int index) const;
@@ -142,6 +159,7 @@ class CheckpointExtension final : public SessionExtension {
     double device_ms_total = 0;
     std::int64_t device_calls = 0;
     bool checkpointed = false;  // in the latest call
+    MeasuredUnit unit;          // op groups of the latest plain profiled call (none: not measured)
   };
   struct Chain {
     const void* key = nullptr;
@@ -157,6 +175,7 @@ class CheckpointExtension final : public SessionExtension {
     std::vector<CheckpointSegment> applied;    // Auto's plan in force (block indices)
     std::optional<CheckpointPlanReport> plan;  // the latest plan, applied or suggested
     std::optional<std::int64_t> measured_with_plan;
+    std::optional<ActivationPlanReport> joint;  // the latest joint plan, applied or suggested
   };
   struct PendingTiming {
     int chain, block;
@@ -165,12 +184,23 @@ class CheckpointExtension final : public SessionExtension {
   // The chain's measured blocks, as the planner reads them; fused: views and in-place blocks
   // merged.
   std::vector<ChainBlock> chain_blocks(const Chain& c) const;
+  // A chain's plans under one budget: the block plan, and the joint one where every block's op
+  // groups were measured (its applied segments then are what Auto runs, and block is their report).
+  struct ChainPlan {
+    int chain = -1;
+    CheckpointPlanReport block;
+    std::optional<ActivationPlanReport> joint;
+  };
   // Plans for the chains measured so far, so that together they fit: step_peak (GPU) and the
-  // budget decide the activation target. nullopt: no pressure, no plan.
-  std::vector<std::pair<int, CheckpointPlanReport>> choose_plans(
-      std::optional<std::int64_t> step_peak, bool apply) const;
+  // budget decide the activation target. Empty: no pressure, no plan.
+  std::vector<ChainPlan> choose_plans(std::optional<std::int64_t> step_peak, bool apply) const;
   CheckpointPlanReport plan_chain(const Chain& c, std::int64_t activation_budget,
                                   const std::string& budget_text, bool apply) const;
+  // The joint plan (joint_planning.cpp) for the same budget; replaces block with the report of
+  // the whole-unit segments it runs when apply. nullopt: some block's groups were not measured.
+  std::optional<ActivationPlanReport> plan_joint(const Chain& c, std::int64_t activation_budget,
+                                                 const std::string& budget_text, bool apply,
+                                                 CheckpointPlanReport& block) const;
   std::string plan_code(const Chain& c, const std::vector<CheckpointSegment>& segments) const;
   void resolve_timings(bool wait) noexcept;
   // The epoch's ModuleReport: measurements, plans (Suggest plans them here), out-of-memory events.
@@ -202,6 +232,17 @@ class CheckpointExtension final : public SessionExtension {
 
   // The epoch.
   std::int64_t profiled_steps_ = 0;
+  // Host-device copy bandwidth each way (bytes/s) from the latest epoch's measured copies; 0 on
+  // a CPU, or before any was measured, so the joint plan offloads nothing.
+  double link_bytes_per_second_ = 0;
+  // Host time the chains' checkpointed parts spent recomputing in backward (chain_runner.cpp adds
+  // to it, from whichever thread runs backward; shared: a graph may outlive the session), and per
+  // step with a plan in force, for the joint plan's measured extra time.
+  std::shared_ptr<std::atomic<std::int64_t>> recompute_ns_ =
+      std::make_shared<std::atomic<std::int64_t>>(0);
+  double planned_recompute_ms_ = 0;
+  std::int64_t planned_steps_ = 0;
+  bool plan_in_force_ = false;
   std::optional<std::int64_t> epoch_peak_;
   std::vector<OutOfMemoryEvent> out_of_memory_;
 };

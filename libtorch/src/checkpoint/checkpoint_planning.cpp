@@ -112,7 +112,7 @@ CheckpointPlanReport CheckpointExtension::plan_chain(const Chain& c, std::int64_
   return r;
 }
 
-std::vector<std::pair<int, CheckpointPlanReport>> CheckpointExtension::choose_plans(
+std::vector<CheckpointExtension::ChainPlan> CheckpointExtension::choose_plans(
     std::optional<std::int64_t> step_peak, bool apply) const {
   std::vector<int> candidates;
   std::vector<std::int64_t> unconstrained;
@@ -133,13 +133,25 @@ std::vector<std::pair<int, CheckpointPlanReport>> CheckpointExtension::choose_pl
   if (!goal) return {};
   const std::int64_t target = goal->bytes;
   const std::string& budget_text = goal->budget;
-  std::vector<std::pair<int, CheckpointPlanReport>> out;
+  std::vector<ChainPlan> out;
   for (std::size_t k = 0; k < candidates.size(); ++k) {
     // Each chain gives up its share of the excess.
     const auto share = static_cast<std::int64_t>(
         static_cast<double>(unconstrained[k]) *
         static_cast<double>(std::max<std::int64_t>(target, 0)) / static_cast<double>(total));
-    out.emplace_back(candidates[k], plan_chain(chains_[candidates[k]], share, budget_text, apply));
+    ChainPlan p;
+    p.chain = candidates[k];
+    const Chain& c = chains_[candidates[k]];
+    p.block = plan_chain(c, share, budget_text, apply);
+    try {
+      CheckpointPlanReport block = p.block;
+      p.joint = plan_joint(c, share, budget_text, apply, block);
+      p.block = std::move(block);
+    } catch (const std::exception& e) {
+      // The block plan stands: a joint plan that cannot be made takes nothing from it.
+      detail::warn("the joint activation plan of ", c.label, " was not made: ", e.what());
+    }
+    out.push_back(std::move(p));
   }
   return out;
 }
@@ -159,6 +171,7 @@ std::string CheckpointExtension::tighten() noexcept {
         if (r.predicted_peak_bytes >= now || r.segments.empty()) continue;  // cannot do better
         c.applied = r.segments;
         c.plan = std::move(r);
+        c.joint.reset();  // the block plan runs now, not the joint one
       } else if (!c.registered && c.applied.empty()) {
         // Not measured yet (memory ran out in the first step): sqrt(n) equal segments.
         c.applied = sqrt_segments(c.size);

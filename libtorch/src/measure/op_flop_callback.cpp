@@ -102,7 +102,9 @@ OpArg arg_of(const c10::IValue& v, bool read_contents) {
   return {};
 }
 
-std::vector<OpArg> args_of(const at::RecordFunction& fn, FlopFormula formula) {
+}  // namespace
+
+std::vector<OpArg> flop_args(const at::RecordFunction& fn, FlopFormula formula) {
   const auto contents = flop_inputs_read_contents(formula);
   std::vector<OpArg> out;
   const auto inputs = fn.inputs();
@@ -113,7 +115,7 @@ std::vector<OpArg> args_of(const at::RecordFunction& fn, FlopFormula formula) {
   return out;
 }
 
-std::vector<Shape> output_shapes(const at::RecordFunction& fn) {
+std::vector<Shape> flop_output_shapes(const at::RecordFunction& fn) {
   std::vector<Shape> out;
   for (const c10::IValue& v : fn.outputs()) {
     if (v.isTensor() && v.toTensor().defined()) {
@@ -125,6 +127,8 @@ std::vector<Shape> output_shapes(const at::RecordFunction& fn) {
   }
   return out;
 }
+
+namespace {
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   // Ops inside an intra-op parallel region run inside the op that opened it, on whichever
@@ -152,7 +156,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       frame->formula = kind.formula;
       frame->op = fn.name();
       frame->phase = tally->phase();
-      frame->inputs = args_of(fn, kind.formula);
+      frame->inputs = flop_args(fn, kind.formula);
       frame->dtype = dtype_of(fn);
       s.counted = frame.get();
     }
@@ -173,7 +177,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   FlopTally* tally = g_tally.load(std::memory_order_acquire);
   if (!tally) return;
   try {
-    if (auto flops = op_flops(frame->formula, frame->inputs, output_shapes(fn)))
+    if (auto flops = op_flops(frame->formula, frame->inputs, flop_output_shapes(fn)))
       tally->add(frame->phase, frame->op, frame->dtype, *flops);
     else
       tally->add_unfit(frame->op);

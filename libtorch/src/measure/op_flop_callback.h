@@ -22,6 +22,12 @@
 #include <utility>
 #include <vector>
 
+#include "analyze/flop_formulas.h"
+
+namespace at {
+class RecordFunction;
+}
+
 namespace fathom::detail {
 
 // What the callback adds to: the phase the session has open (written by the training thread,
@@ -74,6 +80,11 @@ class OpFlopCallback {
   std::uint64_t handle_ = 0;
   bool registered_ = false;
 };
+
+// One call's arguments and output shapes as its formula reads them (also for unit_measure.cpp,
+// which counts each op's FLOPs of a profiled block).
+std::vector<OpArg> flop_args(const at::RecordFunction& fn, FlopFormula formula);
+std::vector<Shape> flop_output_shapes(const at::RecordFunction& fn);
 
 // torch's name for a scalar type, as Python prints torch.float32: "float32", "bfloat16".
 std::string torch_dtype_name(c10::ScalarType type);

@@ -1,0 +1,160 @@
+// The checkpoint extension's joint plan: its chains' measured op groups as the joint planner's
+// units (activation_plan.h), the plan for the block plan's budget, and, in Auto, the part of it
+// this build runs (activation_applier.h) with the block plan's report rewritten for the
+// segments that run.
+#include <fathom/activation_plan.h>
+#include <fathom/gpu_summary.h>
+#include <fathom/module_report.h>
+
+#include <algorithm>
+
+#include "checkpoint/activation_applier.h"
+#include "checkpoint/checkpoint_extension.h"
+#include "records/bytes_text.h"
+
+namespace fathom::detail {
+namespace {
+
+std::string ms_text(double ms) {
+  const std::string s = std::to_string(ms);
+  return s.substr(0, s.find('.') + 4) + " ms";
+}
+
+}  // namespace
+
+double measured_link_bytes_per_second(const TransferResult& transfers) {
+  double least = 0;
+  for (const TransferDirection& d : transfers.directions) {
+    if (d.direction != MemcpyKind::HostToDevice && d.direction != MemcpyKind::DeviceToHost)
+      continue;
+    if (!d.gb_per_s || *d.gb_per_s <= 0) continue;
+    const double b = *d.gb_per_s * 1e9;
+    least = least > 0 ? std::min(least, b) : b;
+  }
+  return least;
+}
+
+std::optional<ActivationPlanReport> CheckpointExtension::plan_joint(
+    const Chain& c, std::int64_t activation_budget, const std::string& budget_text, bool apply,
+    CheckpointPlanReport& block) const {
+  const std::vector<ChainBlock> blocks = chain_blocks(c);
+  FusedChain fused;
+  if (c.registered) {
+    fused.blocks = blocks;
+    for (int i = 0; i < static_cast<int>(blocks.size()); ++i) fused.groups.push_back({i});
+  } else {
+    fused = fuse_aliasing_blocks(blocks);
+  }
+  // A fused unit (a block and the views or in-place items after it) is its items' groups in
+  // order; an item's reads of its input are reads of the item before's last group.
+  std::vector<ActivationUnit> units;
+  std::vector<std::vector<std::vector<int>>> group_ops;
+  for (std::size_t f = 0; f < fused.groups.size(); ++f) {
+    ActivationUnit u;
+    u.name = fused.blocks[f].name;
+    std::vector<std::vector<int>> ops;
+    int op_offset = 0;
+    const std::vector<int>& members = fused.groups[f];
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      if (members[k] >= static_cast<int>(c.blocks.size())) return std::nullopt;
+      const BlockStats& b = c.blocks[members[k]];
+      const ActivationUnit& part = b.unit.unit;
+      if (part.groups.empty()) return std::nullopt;  // not measured by op: no joint plan
+      // The groups' host times, scaled to the block's forward as measured (device time on a GPU).
+      double block_ms = b.calls ? b.ms_total / static_cast<double>(b.calls) : b.last.forward_ms;
+      if (b.device_calls) block_ms = b.device_ms_total / static_cast<double>(b.device_calls);
+      double part_ms = 0;
+      for (const SavedGroup& g : part.groups) part_ms += g.forward_ms;
+      const double scale = part_ms > 0 && block_ms > 0 ? block_ms / part_ms : 1.0;
+      if (k == 0) {
+        u.input_bytes = b.last.input_bytes;
+        u.input_saved_bytes = part.input_saved_bytes;
+      } else if (part.input_saved_bytes > 0) {
+        u.groups.back().saved_bytes = std::max(u.groups.back().saved_bytes, part.input_saved_bytes);
+      }
+      const int offset = static_cast<int>(u.groups.size());
+      for (std::size_t g = 0; g < part.groups.size(); ++g) {
+        SavedGroup x = part.groups[g];
+        x.forward_ms *= scale;
+        for (int& in : x.inputs) {
+          if (in != kUnitInput)
+            in += offset;
+          else if (k > 0)
+            in = offset - 1;
+        }
+        if (members.size() > 1) x.name = b.name + ": " + x.name;
+        u.groups.push_back(std::move(x));
+        std::vector<int> positions = b.unit.group_ops[g];
+        for (int& p : positions) p += op_offset;
+        ops.push_back(std::move(positions));
+      }
+      op_offset += b.unit.ops;
+      u.output_bytes = b.last.output_bytes;
+    }
+    units.push_back(std::move(u));
+    group_ops.push_back(std::move(ops));
+  }
+  if (units.empty()) return std::nullopt;
+
+  ActivationPlanOptions options;
+  options.link_bytes_per_second = link_bytes_per_second_;
+  options.max_segment_units = c.registered ? 1 : 0;  // registered blocks: one by one
+  const ActivationPlan plan =
+      plan_activations(units, std::max<std::int64_t>(activation_budget, 0), options);
+  ActivationPlanReport r = activation_plan_report(c.label, units, plan, options);
+  r.budget = budget_text;
+  const std::vector<UnitAction> actions = unit_actions(units, plan.assignment, group_ops);
+  const bool mixed = std::any_of(actions.begin(), actions.end(), [](const UnitAction& a) {
+    return a.kind == UnitActionKind::Mixed;
+  });
+  const WholeUnitPlan whole = apply_whole_units(units, plan, actions, options);
+  const std::string mixed_note =
+      mixed ? "\n// the units kept in part need selective checkpointing, which this build does not "
+              "have yet;\n// FATHOM_MODE=auto runs each of them whole instead (kept, or recomputed "
+              "when that is what fits)"
+            : "";
+  if (!apply) {
+    // The whole-unit part of the plan is code the user can run today.
+    std::vector<CheckpointSegment> whole_segments;
+    for (std::size_t i = 0; i < actions.size(); ++i)
+      if (actions[i].kind == UnitActionKind::Recompute)
+        whole_segments.push_back({static_cast<int>(i), static_cast<int>(i) + 1});
+    r.code = whole_segments.empty() ? "// let fathom apply it: FATHOM_MODE=auto"
+                                    : plan_code(c, unfuse_segments(fused, whole_segments));
+    r.code += mixed_note;
+    return r;
+  }
+  if (!whole.fits && block.feasible) {
+    // What this build can run of the joint plan does not fit, the block plan does: run that.
+    r.message += "; run whole, its units would not fit the budget (" +
+                 bytes_text(whole.cost.peak_bytes) + "), so fathom runs the block plan instead";
+    return r;
+  }
+  ActivationPlan ran = plan;
+  ran.assignment = whole.assignment;
+  ran.cost = whole.cost;
+  ran.feasible = whole.fits;
+  ActivationPlanReport a = activation_plan_report(c.label, units, ran, options);
+  a.budget = budget_text;
+  a.message = plan.message;
+  if (!whole.message.empty())
+    a.message += "; " + whole.message + " (the plan itself: peak " +
+                 bytes_text(plan.cost.peak_bytes) + ", " + ms_text(plan.cost.extra_ms()) +
+                 " extra a step)";
+  a.applied = !whole.assignment.segments.empty();
+  // The block plan's report, for the segments that run: the footprint and the measured saved
+  // bytes compare with it.
+  const PlanCost cost = evaluate_plan(fused.blocks, whole.assignment.segments);
+  block.segments = unfuse_segments(fused, whole.assignment.segments);
+  block.predicted_peak_bytes = cost.peak_bytes;
+  block.predicted_stored_bytes = cost.stored_bytes;
+  block.recompute_ms = cost.recompute_ms;
+  block.feasible = cost.peak_bytes <= block.budget_bytes;
+  block.message = "the joint activation plan's whole units: " + a.message;
+  block.applied = a.applied;
+  block.code = block.segments.empty() ? "" : plan_code(c, block.segments);
+  a.code = block.code + mixed_note;
+  return a;
+}
+
+}  // namespace fathom::detail
