@@ -64,6 +64,22 @@ TEST(ReportStream, EpochsReadBackFromTheJournalWriteTheSameBytesAsTheRunInMemory
       detail::write_html_report(r, journal_then_memory(r, from_journal, lines), html);
       EXPECT_TRUE(json.text_ == format_json_report(r)) << from_journal;
       EXPECT_TRUE(html.text_ == format_html_report(r)) << from_journal;
+      // The page's overview gathered during the JSON's visit, as a session's end does.
+      detail::HtmlOverview overview;
+      PieceSink json2, html2;
+      const detail::EachEpoch epochs = journal_then_memory(r, from_journal, lines);
+      detail::write_json_report(
+          r,
+          [&](const std::function<void(const EpochSummary&)>& each) {
+            epochs([&](const EpochSummary& e) {
+              overview.add(e);
+              each(e);
+            });
+          },
+          json2);
+      detail::write_html_report(r, epochs, html2, &overview);
+      EXPECT_TRUE(json2.text_ == json.text_);
+      EXPECT_TRUE(html2.text_ == html.text_);
       EXPECT_GT(json.pieces_, 7);
       EXPECT_GT(html.pieces_, 7);
     }

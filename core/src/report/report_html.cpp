@@ -188,7 +188,13 @@ std::string epoch_panel(const EpochSummary& e, const Environment& env) {
 
 namespace detail {
 
-void write_html_report(const RunReport& r, const EachEpoch& epochs, TextSink& sink) {
+void HtmlOverview::add(const EpochSummary& e) {
+  digests.push_back(digest_of(e));
+  top.assign(e.findings.begin(), e.findings.begin() + std::min<std::size_t>(3, e.findings.size()));
+}
+
+void write_html_report(const RunReport& r, const EachEpoch& epochs, TextSink& sink,
+                       HtmlOverview* gathered) {
   const Environment& env = r.environment;
   std::string out =
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -206,15 +212,16 @@ void write_html_report(const RunReport& r, const EachEpoch& epochs, TextSink& si
                  escape(env.fathom_version),
                  escape(env.torch_version.empty() ? "-" : env.torch_version), escape(env.mode),
                  escape(env.started_at), escape(env.hostname), env.pid);
-  // The first visit: the few numbers of each epoch that the overview and its charts read, and
-  // the last epoch's top findings; the second writes each epoch's panel as it comes.
-  std::vector<EpochDigest> digests;
-  std::vector<Finding> top;
-  epochs([&](const EpochSummary& e) {
-    digests.push_back(digest_of(e));
-    top.assign(e.findings.begin(),
-               e.findings.begin() + std::min<std::size_t>(3, e.findings.size()));
-  });
+  // The first visit (unless the caller made it): the few numbers of each epoch that the overview
+  // and its charts read, and the last epoch's top findings; the second writes each epoch's panel
+  // as it comes.
+  HtmlOverview own;
+  if (!gathered) {
+    epochs([&](const EpochSummary& e) { own.add(e); });
+    gathered = &own;
+  }
+  std::vector<EpochDigest>& digests = gathered->digests;
+  const std::vector<Finding>& top = gathered->top;
   if (digests.empty()) {
     out += "<p>No epoch has ended in this report.</p>";
   } else {
@@ -234,13 +241,20 @@ void write_html_report(const RunReport& r, const EachEpoch& epochs, TextSink& si
     }
     out += "<h2>Run overview</h2>";
     table_head(out, {"epoch", "steps", "samples/s", "step ms mean", "step ms max", "findings"});
-    for (const EpochDigest& e : digests)
+    for (const EpochDigest& e : digests) {
+      if (out.size() > 60000) {
+        sink.write(out);
+        out.clear();
+      }
       row(out, {fmt::format("{}", e.index), fmt::format("{}", e.steps),
                 fmt::format("{:.1f}", e.samples_per_second), fmt::format("{:.2f}", e.step_ms_mean),
                 fmt::format("{:.2f}", e.step_ms_max), fmt::format("{}", e.findings)});
+    }
     out += "</tbody></table><div class=\"charts\">";
-    out += step_time_chart(digests);
-    out += memory_chart(digests, env);
+    sink.write(out);  // a long run's overview is megabytes: out in pieces, not one string
+    out = step_time_chart(digests);
+    sink.write(out);
+    out = memory_chart(digests, env);
     out += "</div>";
     out += "<nav class=\"tabs\" aria-label=\"epochs\">";
     for (const EpochDigest& e : digests)

@@ -8,8 +8,10 @@
 
 #include <functional>
 #include <string_view>
+#include <vector>
 
 #include "records/atomic_file.h"
+#include "report/report_html_parts.h"
 
 namespace fathom::detail {
 
@@ -17,9 +19,21 @@ namespace fathom::detail {
 // (the run's overview before the epochs' panels).
 using EachEpoch = std::function<void(const std::function<void(const EpochSummary&)>&)>;
 
+// What the page's overview reads of every epoch (a few numbers each, and the last epoch's top
+// findings), gathered before the epochs' panels are written: by write_html_report's own first
+// visit, or by the caller while it visits the epochs for the JSON (one visit fewer, so a session's
+// end reads its journal back twice, not three times).
+struct HtmlOverview {
+  void add(const EpochSummary& e);
+  std::vector<html_report::EpochDigest> digests;
+  std::vector<Finding> top;
+};
+
 // head: the run's name, schema version and environment; its epochs are not read.
 void write_json_report(const RunReport& head, const EachEpoch& epochs, TextSink& out);
-void write_html_report(const RunReport& head, const EachEpoch& epochs, TextSink& out);
+// overview: every epoch already added to it, in order; null to gather it here.
+void write_html_report(const RunReport& head, const EachEpoch& epochs, TextSink& out,
+                       HtmlOverview* overview = nullptr);
 
 // One line of the journal (format_journal_epoch) read back as its epoch. Throws fathom::Error
 // naming source_name when the line is not one.

@@ -420,8 +420,19 @@ void SessionState::finish_report() noexcept {
               while (kept < unjournaled_.size()) each(unjournaled_[kept++]);
               for (const EpochSummary& e : report_.epochs) each(e);
             };
-        journal_->finish([&](TextSink& out) { write_json_report(report_, epochs, out); },
-                         [&](TextSink& out) { write_html_report(report_, epochs, out); });
+        // The page's overview is gathered while the JSON is written: the journal is read back
+        // twice (JSON, then the page's panels), not three times.
+        HtmlOverview overview;
+        const detail::EachEpoch gathering =
+            [&](const std::function<void(const EpochSummary&)>& each) {
+              epochs([&](const EpochSummary& e) {
+                overview.add(e);
+                each(e);
+              });
+            };
+        journal_->finish(
+            [&](TextSink& out) { write_json_report(report_, gathering, out); },
+            [&](TextSink& out) { write_html_report(report_, epochs, out, &overview); });
         journal_state_.store(kDocumentWritten);
       } catch (const std::exception& e) {
         journal_state_.store(kFailed);
