@@ -121,7 +121,7 @@ std::string ReportJournalFile::read_back() const {
   return text;
 }
 
-void ReportJournalFile::append(const std::string& header, const std::string& line) {
+void ReportJournalFile::append(const std::string& header, const std::string& line, bool sync) {
   if (fd_ >= 0 && name_lost()) {
     // The journal, or the whole folder, was removed while the run went on (rm -rf of the report
     // folder): every later epoch would go to a file nobody can open. Its lines are still on the
@@ -146,7 +146,7 @@ void ReportJournalFile::append(const std::string& header, const std::string& lin
   }
   int err = write_all(fd_, line);
   // fdatasync, not fsync: the size is what the line changes, and fdatasync syncs that too.
-  if (!err && ::fdatasync(fd_) != 0) err = errno;
+  if (!err && sync && ::fdatasync(fd_) != 0) err = errno;
   if (err) {
     // Cut a partial line off, so the next append starts a line of its own.
     if (::ftruncate(fd_, size_) != 0 || ::lseek(fd_, size_, SEEK_SET) < 0) {

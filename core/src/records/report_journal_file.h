@@ -31,7 +31,9 @@ class ReportJournalFile {
   // removed since (rm -rf of the report folder) is noticed here, warned about, and written again
   // with every line so far, its folder made again. Throws fathom::Error naming the file; a failed
   // append leaves the journal as it was (the partial line is cut off).
-  void append(const std::string& header, const std::string& line);
+  // sync false: the line is written but not yet synced (another append follows at once, and its
+  // fdatasync covers both: a disk slow to sync keeps up with short epochs).
+  void append(const std::string& header, const std::string& line, bool sync = true);
   // Writes the whole run as `<run>.json` and `<run>.html` (each atomically, the folder made again
   // if it was removed), then removes the journal: the document holds everything it held. Throws
   // fathom::Error naming the file.

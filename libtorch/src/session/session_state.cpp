@@ -364,7 +364,8 @@ bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
                  line = format_journal_epoch(summary, report_.environment),
                  index = summary.index]() noexcept {
       try {
-        journal->append(header, line);
+        // The last line of a burst syncs them all (fdatasync covers what was written before).
+        journal->append(header, line, /*sync=*/report_writer_.waiting() == 0);
         // Every line appended so far is still in the file (a journal made again after a failed
         // cut would hold fewer): this epoch may leave memory.
         if (journal->epoch_lines() != static_cast<std::size_t>(++journal_appends_))
