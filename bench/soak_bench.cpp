@@ -2,7 +2,9 @@
 // resident memory, the time an epoch end takes on the training thread (wall and that thread's
 // CPU: the summary, the advisor and the epoch's one journal line serialized; the writes are the
 // report writer's thread's) and the journal's size, to show what grows with the run's length and
-// what stays flat. The last line compares the second epoch's end with the last one's.
+// what stays flat. Then the second epoch's end against the last one's, and the session's end: its
+// time, and its peak resident memory over what the run held before it (the transient of writing
+// the whole run's JSON and HTML).
 //   soak_bench [EPOCHS=500] [STEPS_PER_EPOCH=60]
 // Instructions per epoch end, epoch 1 against epoch 500: bench/epoch_end_instructions.sh (this
 // program under callgrind, one dump per epoch end).
@@ -20,18 +22,29 @@
 
 namespace {
 
-long resident_kib() {
+// VmRSS: resident now; VmHWM: the peak since the start or the last reset_peak_resident().
+long status_kib(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string key;
   long value = 0;
   while (in >> key) {
-    if (key == "VmRSS:") {
+    if (key == field) {
       in >> value;
       return value;
     }
     in.ignore(4096, '\n');
   }
   return 0;
+}
+
+long resident_kib() { return status_kib("VmRSS:"); }
+
+// Linux: "5" in clear_refs sets the peak resident size back to the resident size now.
+bool reset_peak_resident() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
 }
 
 double thread_cpu_ms() {
@@ -108,9 +121,20 @@ int main(int argc, char** argv) {
   if (epochs > 2 && second_cpu_ms > 0)
     std::printf("epoch end, training thread CPU: epoch 2 %.3f ms, epoch %d %.3f ms, ratio %.2f\n",
                 second_cpu_ms, epochs, last_cpu_ms, last_cpu_ms / second_cpu_ms);
+  session->flush_report();
+  const long report_epochs = static_cast<long>(session->report().epochs.size());
+  const long resident_before_close = resident_kib();
+  const bool peak_reset = reset_peak_resident();
   const auto before_close = std::chrono::steady_clock::now();
   const double before_close_cpu = thread_cpu_ms();
   session.reset();  // the session's end: the whole run written once, as JSON and as HTML
+  // What the end adds over what the run held: the transient of writing the whole run.
+  if (peak_reset)
+    std::printf(
+        "session end: resident %.1f MiB before it, peak %.1f MiB during it (+%.1f MiB); %ld "
+        "epochs in memory of %d\n",
+        resident_before_close / 1024.0, status_kib("VmHWM:") / 1024.0,
+        (status_kib("VmHWM:") - resident_before_close) / 1024.0, report_epochs, epochs);
   std::printf(
       "session end: %.1f ms wall, %.1f ms CPU on this thread; soak.json %.1f KiB, "
       "soak.html %.1f KiB\n",

@@ -150,13 +150,33 @@ class Session:
     def report(self):
         """The report so far (every ended epoch) as a dict, schema docs/report-schema.md. Each
         ended epoch is read from the session once, so a read costs the epochs ended since the
-        last one, not the run; the dicts of earlier epochs are the same objects at every read."""
+        last one, not the run; the dicts of earlier epochs are the same objects at every read.
+        The session holds only its last epochs in memory: epochs ended since a read many epochs
+        ago come from its report on disk. For the latest epoch alone, last_epoch is cheaper; for
+        the document's text, report_json()."""
         doc = _json.loads(self._c.report_head_json())
         epochs = self._epochs
-        for i in range(len(epochs), self._c.epoch_count()):
-            epochs.append(_json.loads(self._c.epoch_json(i))["epoch"])
+        after = epochs[-1]["index"] if epochs else -1
+        epochs.extend(_json.loads(line)["epoch"] for line in self._c.epoch_jsons_after(after))
         doc["epochs"] = list(epochs)
         return doc
+
+    @property
+    def last_epoch(self):
+        """The last ended epoch's report as a dict (None before the first): one epoch's JSON,
+        whatever the run's length."""
+        line = self._c.last_epoch_json()
+        if not line:
+            return None
+        epoch = _json.loads(line)["epoch"]
+        if self._epochs and self._epochs[-1]["index"] == epoch["index"]:
+            return self._epochs[-1]
+        return epoch
+
+    def report_json(self):
+        """The whole run as the JSON document the session writes at its end (the same bytes as
+        read_report's file once it ended): text, serialized on request only."""
+        return self._c.report_json()
 
     def terminal_report(self, epoch=-1):
         """The terminal summary of one epoch (the last one by default); "" before the first."""

@@ -117,10 +117,17 @@ class PySession {
   std::string report_path() const {
     return session_ ? session_->report_path() : closed_report_path_;
   }
+  // The whole run as the JSON document. The session keeps its last epochs in memory; the earlier
+  // ones are read back from its report on disk (the journal while it runs).
   std::string report_json() const {
-    return format_json_report(session_ ? session_->report() : closed_report_);
+    const RunReport& r = run_report();
+    if (r.epochs.empty() || r.epochs.front().index == 0) return format_json_report(r);
+    RunReport whole = epochs_on_disk(-1);
+    for (const EpochSummary& e : r.epochs) whole.epochs.push_back(e);
+    whole.environment = r.environment;
+    return format_json_report(whole);
   }
-  // The run without its epochs, and one ended epoch, as JSON: Python's Session.report reads
+  // The run without its epochs, and its ended epochs, as JSON: Python's Session.report reads
   // each epoch once instead of the whole run at every read (issue 24).
   std::string report_head_json() const {
     const RunReport& r = run_report();
@@ -130,13 +137,26 @@ class PySession {
     head.environment = r.environment;
     return format_json_report(head);
   }
-  std::size_t epoch_count() const { return run_report().epochs.size(); }
-  std::string epoch_json(std::size_t i) const {
+  // The last ended epoch's journal line; "" before the first.
+  std::string last_epoch_json() const {
     const RunReport& r = run_report();
-    if (i >= r.epochs.size())
-      throw Error("epoch " + std::to_string(i) + " has not ended; " +
-                  std::to_string(r.epochs.size()) + " have");
-    return format_journal_epoch(r.epochs[i], r.environment);
+    return r.epochs.empty() ? std::string() : format_journal_epoch(r.epochs.back(), r.environment);
+  }
+  // The ended epochs whose index is above `after`, in order, each as its journal line: those still
+  // in memory from there, any earlier ones from one read of the report on disk.
+  std::vector<std::string> epoch_jsons_after(std::int64_t after) const {
+    const RunReport& r = run_report();
+    std::vector<std::string> out;
+    if (r.epochs.empty()) return out;
+    if (r.epochs.front().index > after + 1) {
+      // Epochs between may have left memory (or never were: an epoch ended by an exception
+      // before its first step has no report). The report on disk says which.
+      for (const EpochSummary& e : epochs_on_disk(after).epochs)
+        out.push_back(format_journal_epoch(e, r.environment));
+    }
+    for (const EpochSummary& e : r.epochs)
+      if (e.index > after) out.push_back(format_journal_epoch(e, r.environment));
+    return out;
   }
   std::string terminal_report(int epoch) const {
     const RunReport& r = session_ ? session_->report() : closed_report_;
@@ -158,6 +178,16 @@ class PySession {
   }
 
   const RunReport& run_report() const { return session_ ? session_->report() : closed_report_; }
+  // The epochs above `after` that the session no longer holds in memory, from its journal (or,
+  // once it ended, its document).
+  RunReport epochs_on_disk(std::int64_t after) const {
+    if (session_) session_->flush_report();
+    RunReport disk = read_report_file(report_path());
+    const std::int64_t held = run_report().epochs.front().index;
+    std::erase_if(disk.epochs,
+                  [&](const EpochSummary& e) { return e.index <= after || e.index >= held; });
+    return disk;
+  }
 
   bool open_epoch = false;
   bool open_step = false;
@@ -484,8 +514,8 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("report_path", &PySession::report_path)
       .def("report_json", &PySession::report_json)
       .def("report_head_json", &PySession::report_head_json)
-      .def("epoch_count", &PySession::epoch_count)
-      .def("epoch_json", &PySession::epoch_json, py::arg("index"))
+      .def("last_epoch_json", &PySession::last_epoch_json)
+      .def("epoch_jsons_after", &PySession::epoch_jsons_after, py::arg("after"))
       .def("flush_report",
            [](PySession& s) {
              py::gil_scoped_release release;  // waits for the report writer's disk

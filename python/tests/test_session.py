@@ -58,6 +58,33 @@ def test_a_loop_writes_the_json_report_of_every_epoch(report_dir, tiny_model):
         assert epoch["samples_per_second"] > 0
 
 
+def test_a_long_run_is_read_an_epoch_at_a_time(report_dir, tiny_model):
+    # issue 24: session.report serialized the whole run at each read, and the session kept every
+    # epoch in memory. The session now keeps its last epochs (the earlier ones are in its journal),
+    # last_epoch is one epoch's JSON, and report_json() is the whole document, on request.
+    session = fathom.Session(report_dir=report_dir, run_name="long", print_report=False)
+    assert session.last_epoch is None
+    train(session, tiny_model, epochs=3, steps=1, batch=2)
+    assert session.last_epoch["index"] == 2
+    first = session.report
+    assert [e["index"] for e in first["epochs"]] == [0, 1, 2]
+    train(session, tiny_model, epochs=37, steps=1, batch=2)
+    session.flush_report()
+    train(session, tiny_model, epochs=1, steps=1, batch=2)  # the early epochs leave memory here
+    assert session.last_epoch["index"] == 40
+    # 38 epochs ended since the last read, most of them no longer in memory: read from the journal.
+    report = session.report
+    assert [e["index"] for e in report["epochs"]] == list(range(41))
+    assert report["epochs"][0] is first["epochs"][0]  # an epoch is read once
+    assert json.loads(session.report_json()) == report
+    assert fathom.read_report(session.report_path) == report
+    session.close()
+    assert session.last_epoch["index"] == 40
+    document = (report_dir / "long.json").read_text()
+    assert session.report_json() == document
+    assert json.loads(document) == session.report
+
+
 def test_the_report_survives_an_exception_in_forward(report_dir, tiny_model):
     session = fathom.Session(report_dir=report_dir, run_name="fail", print_report=False)
     with pytest.raises(RuntimeError, match="injected failure"):

@@ -287,3 +287,68 @@ TEST_F(ReportFilesTest, AMissingFolderIsAnErrorNamingTheJournal) {
 
 }  // namespace
 }  // namespace fathom
+
+namespace fathom {
+namespace {
+
+// Issue 24: the session's end reads its early epochs back from the journal, a block at a time,
+// while it writes the document into the new file; the journal goes only once both are there.
+TEST_F(ReportFilesTest, TheEndReadsTheJournalsLinesBackWhileItWritesTheDocuments) {
+  const RunReport r = three_epochs();
+  const std::string header = format_journal_header(r);
+  detail::ReportJournalFile files(path("run.json"));
+  for (const EpochSummary& e : r.epochs)
+    files.append(header, format_journal_epoch(e, r.environment));
+  EXPECT_EQ(files.epoch_lines(), 3u);
+  std::vector<std::string> lines;
+  files.for_each_epoch_line(2, [&](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1] + "\n", format_journal_epoch(r.epochs[1], r.environment));
+  EXPECT_THROW(files.for_each_epoch_line(4, [](std::string_view) {}), Error);
+  files.finish(
+      [&](TextSink& out) {
+        files.for_each_epoch_line(3, [&](std::string_view l) { out.write(l.substr(0, 1)); });
+        EXPECT_TRUE(fs::exists(path("run.jsonl")));
+      },
+      [&](TextSink& out) { out.write("page"); });
+  EXPECT_EQ(slurp(path("run.json")), "{{{");
+  EXPECT_EQ(slurp(path("run.html")), "page");
+  EXPECT_FALSE(fs::exists(path("run.jsonl")));
+}
+
+// A writer that fails midway leaves no document and no temporary, and the journal with every
+// epoch: nothing of the run is lost.
+TEST_F(ReportFilesTest, AWriterThatThrowsLeavesTheJournalAndNoTemporary) {
+  const RunReport r = three_epochs();
+  detail::ReportJournalFile files(path("run.json"));
+  files.append(format_journal_header(r), format_journal_epoch(r.epochs[0], r.environment));
+  EXPECT_THROW(files.finish(
+                   [](TextSink& out) {
+                     out.write(std::string(100000, 'x'));
+                     throw Error("the writer failed");
+                   },
+                   [](TextSink& out) { out.write("page"); }),
+               Error);
+  EXPECT_FALSE(fs::exists(path("run.json")));
+  EXPECT_FALSE(fs::exists(path("run.html")));
+  EXPECT_EQ(read_report_file(path("run.jsonl")).epochs.size(), 1u);
+  int files_in_folder = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_)) ++files_in_folder;
+  EXPECT_EQ(files_in_folder, 1);  // the journal alone
+}
+
+// Lines longer than the reader's block, and many of them.
+TEST_F(ReportFilesTest, LinesLongerThanAReadBlockComeBackWhole) {
+  detail::ReportJournalFile files(path("run.json"));
+  std::vector<std::string> written;
+  for (int i = 0; i < 5; ++i) {
+    written.push_back(std::string(static_cast<std::size_t>(700'000 + i * 300'001), 'a' + i));
+    files.append("header\n", written.back() + "\n");
+  }
+  std::vector<std::string> read;
+  files.for_each_epoch_line(5, [&](std::string_view l) { read.emplace_back(l); });
+  EXPECT_TRUE(read == written);
+}
+
+}  // namespace
+}  // namespace fathom

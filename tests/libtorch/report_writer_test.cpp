@@ -128,6 +128,65 @@ TEST_F(SessionTest, ASlowDiskNeverHoldsUpAnEpochsEnd) {
   EXPECT_TRUE(fs::exists(dir() + "/slow.html"));
 }
 
+// Issue 24: the report in memory grew by every epoch, and the session's end wrote the whole run
+// from it. The session keeps its last epochs; the earlier ones are in the journal, and the end
+// reads them back from there into a document of the whole run, the bytes the run in memory gave.
+TEST_F(SessionTest, TheReportInMemoryKeepsTheLastEpochsAndTheDocumentHoldsTheRun) {
+  constexpr int kEpochs = 61;
+  const std::string base = dir() + "/long";
+  RunReport whole;
+  {
+    Session session(Options().report_dir(dir()).run_name("long").print_report(false));
+    for (int i = 0; i + 1 < kEpochs; ++i) one_step_epoch(session);
+    session.flush_report();  // every line on disk: the next epoch's end lets the early ones go
+    one_step_epoch(session);
+    const RunReport& r = session.report();
+    ASSERT_EQ(r.epochs.size(), 16u);
+    EXPECT_EQ(r.epochs.front().index, kEpochs - 16);
+    EXPECT_EQ(r.epochs.back().index, kEpochs - 1);
+    session.flush_report();
+    whole = read_report_file(base + ".json");  // the journal: every epoch
+    ASSERT_EQ(whole.epochs.size(), static_cast<std::size_t>(kEpochs));
+    whole.environment = r.environment;
+  }
+  EXPECT_FALSE(fs::exists(base + ".jsonl"));
+  std::ifstream json(base + ".json"), html(base + ".html");
+  const std::string json_text{std::istreambuf_iterator<char>(json), {}};
+  const std::string html_text{std::istreambuf_iterator<char>(html), {}};
+  EXPECT_TRUE(json_text == format_json_report(whole));
+  EXPECT_TRUE(html_text == format_html_report(whole));
+  const RunReport back = read_report_file(base + ".json");
+  ASSERT_EQ(back.epochs.size(), static_cast<std::size_t>(kEpochs));
+  for (int i = 0; i < kEpochs; ++i) EXPECT_EQ(back.epochs[i].index, i);
+}
+
+// The queue left an epoch out of the journal (the disk stalled past its 64 lines): the epochs
+// stay in memory from there, and the document still has every one.
+TEST_F(SessionTest, AnEpochTheJournalMissedKeepsTheRunInMemory) {
+  constexpr int kEpochs = 90;
+  {
+    Session session(Options().report_dir(dir()).run_name("missed").print_report(false).warnings(
+        [](std::string_view) {}));
+    stall_disk();
+    for (int i = 0; i < kEpochs; ++i) one_step_epoch(session);
+    open_gate();
+    session.flush_report();
+    sync_armed = false;
+    one_step_epoch(session);
+    // Fewer than the run in the journal: nothing left memory past the first line it missed.
+    const RunReport& r = session.report();
+    EXPECT_LT(read_report_file(dir() + "/missed.jsonl").epochs.size(),
+              static_cast<std::size_t>(kEpochs) + 1);
+    ASSERT_FALSE(r.epochs.empty());
+    EXPECT_LE(r.epochs.front().index, 65);
+    EXPECT_EQ(r.epochs.back().index, kEpochs);
+    EXPECT_GT(r.epochs.size(), 16u);
+  }
+  const RunReport back = read_report_file(dir() + "/missed.json");
+  ASSERT_EQ(back.epochs.size(), static_cast<std::size_t>(kEpochs) + 1);
+  for (int i = 0; i <= kEpochs; ++i) EXPECT_EQ(back.epochs[i].index, i);
+}
+
 // Issue 24: rank 0 serialized and synced the whole job report at every epoch's end on the
 // training thread. Its writer thread does now, and the file holds every epoch once flushed.
 TEST_F(SessionTest, RankZerosJobReportIsWrittenOffTheTrainingThread) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 #include <string_view>
+#include <utility>
 
 #include "records/file_system.h"
 #include "records/terminal_text.h"
@@ -41,18 +42,15 @@ std::string random_suffix() {
   return fmt::format("{:016x}", bits);
 }
 
-void write_all(int fd, const std::string& content, const std::string& tmp) {
+constexpr std::size_t kWriteBuffer = 64 * 1024;
+
+void write_all(int fd, std::string_view content, const std::string& tmp) {
   const char* p = content.data();
   std::size_t left = content.size();
   while (left > 0) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(fmt::format("cannot write {}: {}", tmp, system_reason(err)));
-    }
+    if (n < 0) throw Error(fmt::format("cannot write {}: {}", tmp, system_reason(errno)));
     p += n;
     left -= static_cast<std::size_t>(n);
   }
@@ -172,29 +170,77 @@ void sync_folder_of(const std::string& path) noexcept {
 
 }  // namespace detail
 
-void write_file_atomically(const std::string& path, const std::string& content) {
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   // The temporary lives in the same folder so that rename() never crosses file systems.
-  std::string tmp;
-  int fd = detail::create_new_file(path + std::string(kTempMarker), tmp);
-  if (fd < 0) {
+  fd_ = detail::create_new_file(path_ + std::string(kTempMarker), tmp_);
+  if (fd_ < 0) {
     throw Error(
         fmt::format("cannot create {}: {}; make the report folder writable or choose "
                     "another with Options::report_dir or FATHOM_REPORT_DIR",
-                    tmp, system_reason(errno)));
+                    tmp_, system_reason(errno)));
   }
-  write_all(fd, content, tmp);
+  buffer_.reserve(kWriteBuffer);
+}
+
+AtomicFileWriter::~AtomicFileWriter() { discard(); }
+
+void AtomicFileWriter::discard() noexcept {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::drain() {
+  try {
+    write_all(fd_, buffer_, tmp_);
+  } catch (...) {
+    discard();
+    throw;
+  }
+  buffer_.clear();
+}
+
+void AtomicFileWriter::write(std::string_view text) {
+  if (fd_ < 0) throw Error(fmt::format("{} is closed: write after commit or a failure", tmp_));
+  if (buffer_.size() + text.size() > kWriteBuffer) {
+    drain();
+    // A piece larger than the buffer goes straight through: no copy of it is made.
+    if (text.size() > kWriteBuffer) {
+      try {
+        write_all(fd_, text, tmp_);
+      } catch (...) {
+        discard();
+        throw;
+      }
+      return;
+    }
+  }
+  buffer_ += text;
+}
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0) throw Error(fmt::format("{} is closed: commit twice or after a failure", tmp_));
+  drain();
+  const int fd = std::exchange(fd_, -1);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("cannot flush {}: {}", tmp, system_reason(err)));
+    ::unlink(tmp_.c_str());
+    throw Error(fmt::format("cannot flush {}: {}", tmp_, system_reason(err)));
   }
   // rename() replaces whatever entry path is (a planted link included) and never follows it.
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("cannot rename {} to {}: {}", tmp, path, system_reason(err)));
+    ::unlink(tmp_.c_str());
+    throw Error(fmt::format("cannot rename {} to {}: {}", tmp_, path_, system_reason(err)));
   }
-  sync_folder(detail::folder_of(path));
+  sync_folder(detail::folder_of(path_));
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  AtomicFileWriter out(path);
+  out.write(content);
+  out.commit();
 }
 
 void ensure_writable_folder(const std::string& folder) {

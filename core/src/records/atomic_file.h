@@ -3,8 +3,49 @@
 // there is new (O_CREAT|O_EXCL|O_NOFOLLOW under a random suffix), so a link planted at a
 // predictable name can neither be written through nor truncate its target.
 #include <string>
+#include <string_view>
 
 namespace fathom {
+
+// Text written out a piece at a time (the report writers stream into one: the whole run's report
+// is never one string in memory).
+class TextSink {
+ public:
+  virtual ~TextSink() = default;
+  virtual void write(std::string_view text) = 0;
+};
+
+// A TextSink into a string (the writers' tests, and format_*_report).
+class StringSink final : public TextSink {
+ public:
+  explicit StringSink(std::string& out) : out_(out) {}
+  void write(std::string_view text) override { out_ += text; }
+
+ private:
+  std::string& out_;
+};
+
+// write_file_atomically a piece at a time: the text goes through a 64 KiB buffer into the new
+// temporary, and commit() syncs it and renames it over path. Destroyed without commit() (an
+// exception while writing), the temporary is removed and path is as it was. write() and commit()
+// throw fathom::Error naming the file and the system's reason.
+class AtomicFileWriter final : public TextSink {
+ public:
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter() override;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(std::string_view text) override;
+  void commit();
+
+ private:
+  void drain();  // the buffer into the temporary
+  void discard() noexcept;
+
+  std::string path_, tmp_, buffer_;
+  int fd_ = -1;
+};
 
 // Writes content to path so that readers see the old file or the new one, never a torn one:
 // a new temporary file in the same folder (`<path>.tmp.<host_tag>.<pid>.<random>`), flushed to

@@ -36,6 +36,11 @@ void BackgroundWriter::flush() noexcept {
   done_.wait(lock, [&] { return finished_ >= target; });
 }
 
+std::size_t BackgroundWriter::waiting() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
 void BackgroundWriter::run() noexcept {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {

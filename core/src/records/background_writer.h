@@ -28,6 +28,9 @@ class BackgroundWriter {
   bool try_post(Task task) noexcept;
   // Returns once every task posted before the call has run.
   void flush() noexcept;
+  // Tasks queued behind the one running (a task may leave to the last of a burst what they all
+  // need, one fdatasync for many lines).
+  std::size_t waiting() noexcept;
 
  private:
   void run() noexcept;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -80,6 +81,8 @@ void ReportJournalFile::create(const std::string& text) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
   size_ = static_cast<long long>(text.size());
+  const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  epoch_lines_ = lines > 0 ? lines - 1 : 0;
 }
 
 bool ReportJournalFile::name_lost() const noexcept {
@@ -118,7 +121,7 @@ std::string ReportJournalFile::read_back() const {
   return text;
 }
 
-void ReportJournalFile::append(const std::string& header, const std::string& line) {
+void ReportJournalFile::append(const std::string& header, const std::string& line, bool sync) {
   if (fd_ >= 0 && name_lost()) {
     // The journal, or the whole folder, was removed while the run went on (rm -rf of the report
     // folder): every later epoch would go to a file nobody can open. Its lines are still on the
@@ -143,7 +146,7 @@ void ReportJournalFile::append(const std::string& header, const std::string& lin
   }
   int err = write_all(fd_, line);
   // fdatasync, not fsync: the size is what the line changes, and fdatasync syncs that too.
-  if (!err && ::fdatasync(fd_) != 0) err = errno;
+  if (!err && sync && ::fdatasync(fd_) != 0) err = errno;
   if (err) {
     // Cut a partial line off, so the next append starts a line of its own.
     if (::ftruncate(fd_, size_) != 0 || ::lseek(fd_, size_, SEEK_SET) < 0) {
@@ -153,10 +156,17 @@ void ReportJournalFile::append(const std::string& header, const std::string& lin
     throw Error(fmt::format("cannot append to {}: {}", journal_path_, std::strerror(err)));
   }
   size_ += static_cast<long long>(line.size());
+  ++epoch_lines_;
 }
 
 void ReportJournalFile::finish(const std::string& json, const std::string& html) {
-  // A folder removed after the last epoch's line: the run's whole report is still in hand.
+  finish([&](TextSink& out) { out.write(json); }, [&](TextSink& out) { out.write(html); });
+}
+
+void ReportJournalFile::finish(const std::function<void(TextSink&)>& write_json,
+                               const std::function<void(TextSink&)>& write_html) {
+  // A folder removed after the last epoch's line: the run's whole report is still in hand (in
+  // memory, and on the journal's descriptor).
   if (const std::string folder = folder_of(json_path_); !fs::is_directory(folder)) {
     if (std::string why = fs::make_directories(folder); !why.empty())
       throw Error(
@@ -167,14 +177,68 @@ void ReportJournalFile::finish(const std::string& json, const std::string& html)
     warn("the report folder ", folder,
          " was removed while the run went on; it is made again for the report");
   }
-  write_file_atomically(json_path_, json);
+  {
+    AtomicFileWriter json(json_path_);
+    write_json(json);
+    json.commit();
+  }
+  {
+    AtomicFileWriter html(html_path_);
+    write_html(html);
+    html.commit();
+  }
   // The document has every epoch now: the journal would only say it twice.
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
   }
   ::unlink(journal_path_.c_str());
-  write_file_atomically(html_path_, html);
+}
+
+void ReportJournalFile::for_each_epoch_line(
+    std::size_t count, const std::function<void(std::string_view)>& each) const {
+  if (count == 0) return;
+  if (fd_ < 0 || count > epoch_lines_)
+    throw Error(fmt::format("{} holds {} epoch lines, not the {} asked for", journal_path_,
+                            fd_ < 0 ? 0 : epoch_lines_, count));
+  constexpr std::size_t kBlock = 1 << 20;
+  std::string block(kBlock, '\0');
+  std::string line;  // a line that runs over a block's end, carried into the next
+  long long offset = 0;
+  bool header = true;
+  std::size_t given = 0;
+  while (given < count && offset < size_) {
+    const auto want = static_cast<std::size_t>(std::min<long long>(kBlock, size_ - offset));
+    const ssize_t n = ::pread(fd_, block.data(), want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(fmt::format("cannot read back {} to write the report: {}", journal_path_,
+                              n < 0 ? std::strerror(errno) : "it is shorter than written"));
+    offset += n;
+    std::string_view rest(block.data(), static_cast<std::size_t>(n));
+    while (given < count) {
+      const std::size_t end = rest.find('\n');
+      if (end == std::string_view::npos) {
+        line += rest;
+        break;
+      }
+      std::string_view whole = rest.substr(0, end);
+      if (!line.empty()) {
+        line += whole;
+        whole = line;
+      }
+      if (!header) {
+        each(whole);
+        ++given;
+      }
+      header = false;
+      line.clear();
+      rest.remove_prefix(end + 1);
+    }
+  }
+  if (given < count)
+    throw Error(
+        fmt::format("{} ended after {} of its {} epoch lines", journal_path_, given, count));
 }
 
 }  // namespace fathom::detail

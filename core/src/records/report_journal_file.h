@@ -3,8 +3,12 @@
 // ended epoch while it runs, and the document `<run>.json` with its page `<run>.html` written once
 // at its end (docs/report-schema.md, "report journal"). Blocking file I/O and fsync: a session
 // calls these on its report writer's thread (background_writer.h), never on the training thread.
+#include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 
+#include "records/atomic_file.h"
 #include "records/run_name.h"
 
 namespace fathom::detail {
@@ -27,11 +31,26 @@ class ReportJournalFile {
   // removed since (rm -rf of the report folder) is noticed here, warned about, and written again
   // with every line so far, its folder made again. Throws fathom::Error naming the file; a failed
   // append leaves the journal as it was (the partial line is cut off).
-  void append(const std::string& header, const std::string& line);
+  // sync false: the line is written but not yet synced (another append follows at once, and its
+  // fdatasync covers both: a disk slow to sync keeps up with short epochs).
+  void append(const std::string& header, const std::string& line, bool sync = true);
   // Writes the whole run as `<run>.json` and `<run>.html` (each atomically, the folder made again
   // if it was removed), then removes the journal: the document holds everything it held. Throws
   // fathom::Error naming the file.
   void finish(const std::string& json, const std::string& html);
+  // The same, each document written a piece at a time into its file (AtomicFileWriter) by the
+  // callers' writers, which may read the journal meanwhile (for_each_epoch_line): the journal is
+  // removed only after both are in place.
+  void finish(const std::function<void(TextSink&)>& write_json,
+              const std::function<void(TextSink&)>& write_html);
+
+  // Calls each with the journal's first count epoch lines (the header skipped), each without its
+  // newline, reading the file a block at a time: the journal is never in memory whole. Throws
+  // fathom::Error naming the journal when it holds fewer.
+  void for_each_epoch_line(std::size_t count,
+                           const std::function<void(std::string_view)>& each) const;
+  // The epoch lines in the journal held (its lines but the header).
+  std::size_t epoch_lines() const noexcept { return epoch_lines_; }
 
   const std::string& journal_path() const noexcept { return journal_path_; }
 
@@ -48,6 +67,7 @@ class ReportJournalFile {
   RunNameLock* lock_ = nullptr;
   int fd_ = -1;
   long long size_ = 0;  // bytes of complete lines in the journal
+  std::size_t epoch_lines_ = 0;
 };
 
 }  // namespace fathom::detail

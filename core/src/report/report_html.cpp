@@ -16,6 +16,7 @@
 #include "report/html_charts.h"
 #include "report/no_findings_text.h"
 #include "report/report_html_parts.h"
+#include "report/report_stream.h"
 
 namespace fathom {
 namespace {
@@ -185,7 +186,15 @@ std::string epoch_panel(const EpochSummary& e, const Environment& env) {
 
 }  // namespace
 
-std::string format_html_report(const RunReport& r) {
+namespace detail {
+
+void HtmlOverview::add(const EpochSummary& e) {
+  digests.push_back(digest_of(e));
+  top.assign(e.findings.begin(), e.findings.begin() + std::min<std::size_t>(3, e.findings.size()));
+}
+
+void write_html_report(const RunReport& r, const EachEpoch& epochs, TextSink& sink,
+                       HtmlOverview* gathered) {
   const Environment& env = r.environment;
   std::string out =
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -203,18 +212,27 @@ std::string format_html_report(const RunReport& r) {
                  escape(env.fathom_version),
                  escape(env.torch_version.empty() ? "-" : env.torch_version), escape(env.mode),
                  escape(env.started_at), escape(env.hostname), env.pid);
-  if (r.epochs.empty()) {
+  // The first visit (unless the caller made it): the few numbers of each epoch that the overview
+  // and its charts read, and the last epoch's top findings; the second writes each epoch's panel
+  // as it comes.
+  HtmlOverview own;
+  if (!gathered) {
+    epochs([&](const EpochSummary& e) { own.add(e); });
+    gathered = &own;
+  }
+  std::vector<EpochDigest>& digests = gathered->digests;
+  const std::vector<Finding>& top = gathered->top;
+  if (digests.empty()) {
     out += "<p>No epoch has ended in this report.</p>";
   } else {
     // Top findings of the last epoch first: what a reader came for.
-    const EpochSummary& last = r.epochs.back();
-    fmt::format_to(std::back_inserter(out), "<h2>Top findings (epoch {})</h2>", last.index);
-    if (last.findings.empty()) {
+    fmt::format_to(std::back_inserter(out), "<h2>Top findings (epoch {})</h2>",
+                   digests.back().index);
+    if (top.empty()) {
       out += "<p class=\"muted\">Findings: " + std::string(detail::no_findings_text(env)) + ".</p>";
     } else {
       out += "<ol>";
-      for (std::size_t i = 0; i < std::min<std::size_t>(3, last.findings.size()); ++i) {
-        const Finding& f = last.findings[i];
+      for (const Finding& f : top) {
         fmt::format_to(std::back_inserter(out), "<li><b>{}</b>: {}{}</li>",
                        severity_name(f.severity), escape(f.title),
                        f.estimated_gain.empty() ? "" : " — " + escape(f.estimated_gain));
@@ -223,23 +241,36 @@ std::string format_html_report(const RunReport& r) {
     }
     out += "<h2>Run overview</h2>";
     table_head(out, {"epoch", "steps", "samples/s", "step ms mean", "step ms max", "findings"});
-    for (const EpochSummary& e : r.epochs)
-      row(out,
-          {fmt::format("{}", e.index), fmt::format("{}", e.steps),
-           fmt::format("{:.1f}", e.samples_per_second()), fmt::format("{:.2f}", e.step_ms_mean()),
-           fmt::format("{:.2f}", e.step_ms_max), fmt::format("{}", e.findings.size())});
+    for (const EpochDigest& e : digests) {
+      if (out.size() > 60000) {
+        sink.write(out);
+        out.clear();
+      }
+      row(out, {fmt::format("{}", e.index), fmt::format("{}", e.steps),
+                fmt::format("{:.1f}", e.samples_per_second), fmt::format("{:.2f}", e.step_ms_mean),
+                fmt::format("{:.2f}", e.step_ms_max), fmt::format("{}", e.findings)});
+    }
     out += "</tbody></table><div class=\"charts\">";
-    out += step_time_chart(r);
-    out += memory_chart(r);
+    sink.write(out);  // a long run's overview is megabytes: out in pieces, not one string
+    out = step_time_chart(digests);
+    sink.write(out);
+    out = memory_chart(digests, env);
     out += "</div>";
     out += "<nav class=\"tabs\" aria-label=\"epochs\">";
-    for (const EpochSummary& e : r.epochs)
+    for (const EpochDigest& e : digests)
       fmt::format_to(
           std::back_inserter(out),
           "<button type=\"button\" data-epoch-tab=\"{}\" aria-selected=\"false\">epoch {}</button>",
           e.index, e.index);
     out += "</nav>";
-    for (const EpochSummary& e : r.epochs) out += epoch_panel(e, env);
+    sink.write(out);
+    out.clear();
+    digests = {};
+    epochs([&](const EpochSummary& e) {
+      out = epoch_panel(e, env);
+      sink.write(out);
+    });
+    out.clear();
   }
   if (!env.not_measured.empty()) {
     out += "<h2>Not measured in this run</h2><ul>";
@@ -253,6 +284,20 @@ std::string format_html_report(const RunReport& r) {
       "<p class=\"muted\">Report schema {}. Numbers are measured; what was not measured says "
       "so.</p></main><script>{}</script></body></html>\n",
       r.schema_version, kScript);
+  sink.write(out);
+}
+
+}  // namespace detail
+
+std::string format_html_report(const RunReport& r) {
+  std::string out;
+  StringSink sink(out);
+  detail::write_html_report(
+      r,
+      [&](const std::function<void(const EpochSummary&)>& each) {
+        for (const EpochSummary& e : r.epochs) each(e);
+      },
+      sink);
   return out;
 }
 

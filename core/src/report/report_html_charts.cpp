@@ -20,19 +20,40 @@ using html::escape;
 
 // --- run-level charts --------------------------------------------------------------------------
 
-std::string step_time_chart(const RunReport& r) {
+EpochDigest digest_of(const EpochSummary& e) {
+  EpochDigest d;
+  d.index = e.index;
+  d.steps = e.steps;
+  d.samples_per_second = e.samples_per_second();
+  d.step_ms_mean = e.step_ms_mean();
+  d.step_ms_max = e.step_ms_max;
+  d.step_ms_total = e.step_ms_total;
+  d.findings = e.findings.size();
+  for (std::size_t i = 0; i < kPhaseCount; ++i) {
+    const PhaseSummary& p = e.phases[i];
+    EpochDigest::PhaseDigest& q = d.phases[i];
+    q.phase = p.phase;
+    q.count = p.count;
+    q.wall_ms_total = p.wall_ms_total;
+    if (p.device_memory) q.peak_allocated_bytes = p.device_memory->peak_allocated_bytes;
+    q.rss_bytes_max = p.rss_bytes_max;
+  }
+  return d;
+}
+
+std::string step_time_chart(const std::vector<EpochDigest>& epochs) {
   html::BarChart c;
   c.title = "Step time by phase";
   c.unit = "ms per step";
   c.stacked = true;
-  for (const EpochSummary& e : r.epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
+  for (const EpochDigest& e : epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
   bool outside_any = false;
   std::vector<std::optional<double>> outside;
   for (Phase p : kAllPhases) {
     html::Series s{std::string(phase_name(p)), kPhaseColors[static_cast<std::size_t>(p)], {}};
     bool any = false;
-    for (const EpochSummary& e : r.epochs) {
-      const PhaseSummary& ps = e.phase(p);
+    for (const EpochDigest& e : epochs) {
+      const EpochDigest::PhaseDigest& ps = e.phases[static_cast<std::size_t>(p)];
       if (ps.count == 0 || e.steps == 0) {
         s.values.push_back(std::nullopt);
         continue;
@@ -43,12 +64,12 @@ std::string step_time_chart(const RunReport& r) {
     if (p == Phase::Data && any) s.name += " (wait before the step)";
     if (any) c.series.push_back(std::move(s));
   }
-  for (const EpochSummary& e : r.epochs) {
+  for (const EpochDigest& e : epochs) {
     double in = 0;
-    for (const PhaseSummary& p : e.phases)
+    for (const EpochDigest::PhaseDigest& p : e.phases)
       if (p.phase != Phase::Data) in += p.wall_ms_total;
     const double gap = e.steps ? (e.step_ms_total - in) / e.steps : 0;
-    outside.push_back(gap > 0.005 * e.step_ms_mean() ? std::optional<double>(gap) : std::nullopt);
+    outside.push_back(gap > 0.005 * e.step_ms_mean ? std::optional<double>(gap) : std::nullopt);
     outside_any = outside_any || outside.back().has_value();
   }
   if (outside_any) c.series.push_back({"outside any phase", kOutsideColor, outside});
@@ -57,26 +78,26 @@ std::string step_time_chart(const RunReport& r) {
       c, "Mean wall time per step of each phase; the data phase is the wait before a step.");
 }
 
-std::string memory_chart(const RunReport& r) {
+std::string memory_chart(const std::vector<EpochDigest>& epochs, const Environment& env) {
   bool device = false, rss = false;
-  for (const EpochSummary& e : r.epochs)
-    for (const PhaseSummary& p : e.phases)
-      device = device || p.device_memory, rss = rss || p.rss_bytes_max;
+  for (const EpochDigest& e : epochs)
+    for (const EpochDigest::PhaseDigest& p : e.phases)
+      device = device || p.peak_allocated_bytes, rss = rss || p.rss_bytes_max;
   const std::string title = "Memory per phase across epochs";
   if (!device && !rss)
-    return html::not_measured_chart(title, why_not(r.environment, UnmeasuredId::DeviceMemory,
+    return html::not_measured_chart(title, why_not(env, UnmeasuredId::DeviceMemory,
                                                    "no memory figure was recorded for any phase"));
   html::BarChart c;
   c.title = title;
   c.unit = "GiB";
-  for (const EpochSummary& e : r.epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
+  for (const EpochDigest& e : epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
   for (Phase p : kAllPhases) {
     html::Series s{std::string(phase_name(p)), kPhaseColors[static_cast<std::size_t>(p)], {}};
     bool any = false;
-    for (const EpochSummary& e : r.epochs) {
-      const PhaseSummary& ps = e.phase(p);
+    for (const EpochDigest& e : epochs) {
+      const EpochDigest::PhaseDigest& ps = e.phases[static_cast<std::size_t>(p)];
       std::optional<double> v;
-      if (device && ps.device_memory) v = ps.device_memory->peak_allocated_bytes / 1073741824.0;
+      if (device && ps.peak_allocated_bytes) v = *ps.peak_allocated_bytes / 1073741824.0;
       if (!device && ps.rss_bytes_max) v = *ps.rss_bytes_max / 1073741824.0;
       any = any || v.has_value();
       s.values.push_back(v);
@@ -87,8 +108,7 @@ std::string memory_chart(const RunReport& r) {
       device
           ? "Peak bytes allocated by the caching allocator during each phase."
           : "Process resident memory (CPU) at the end of each phase. Device memory not measured: " +
-                why_not(r.environment, UnmeasuredId::DeviceMemory,
-                        "no device memory figures in this report");
+                why_not(env, UnmeasuredId::DeviceMemory, "no device memory figures in this report");
   return html::bar_chart(c, caption);
 }
 

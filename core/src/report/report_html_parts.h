@@ -5,9 +5,13 @@
 #include <fathom/report.h>
 #include <fmt/format.h>
 
+#include <array>
+#include <cstdint>
 #include <initializer_list>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace fathom::html_report {
 
@@ -46,10 +50,31 @@ inline void table_head(std::string& out, std::initializer_list<const char*> head
   out += "</tr></thead><tbody>";
 }
 
-// Charts (report_html_charts.cpp).
-std::string step_time_chart(const RunReport& r);
+// What the run's overview and its charts read of each epoch: a few numbers, so that the page of a
+// long run is written holding one epoch at a time (report_stream.h), not the run.
+struct EpochDigest {
+  struct PhaseDigest {  // at the position of EpochSummary::phases it was made from
+    Phase phase = Phase::Data;
+    std::int64_t count = 0;
+    double wall_ms_total = 0;
+    std::optional<std::int64_t> peak_allocated_bytes;  // of the device; none when not measured
+    std::optional<std::int64_t> rss_bytes_max;
+  };
+  std::int64_t index = 0;
+  std::int64_t steps = 0;
+  double samples_per_second = 0;
+  double step_ms_mean = 0;
+  double step_ms_max = 0;
+  double step_ms_total = 0;
+  std::size_t findings = 0;
+  std::array<PhaseDigest, kPhaseCount> phases{};
+};
+EpochDigest digest_of(const EpochSummary& e);
 
-std::string memory_chart(const RunReport& r);
+// Charts (report_html_charts.cpp).
+std::string step_time_chart(const std::vector<EpochDigest>& epochs);
+
+std::string memory_chart(const std::vector<EpochDigest>& epochs, const Environment& env);
 
 std::string tensor_core_chart(const EpochSummary& e, const Environment& env);
 

@@ -13,6 +13,7 @@
 #include "report/json_helpers.h"
 #include "report/mixed_precision_report.h"
 #include "report/module_report_writers.h"
+#include "report/report_stream.h"
 #include "report/step_series_json.h"
 
 namespace fathom {
@@ -345,33 +346,51 @@ namespace detail {
 RunReport report_from_json(const json& j, const std::string& source_name);
 }  // namespace detail
 
-std::string format_json_report(const RunReport& report) {
+namespace detail {
+
+void write_json_report(const RunReport& head, const EachEpoch& epochs, TextSink& out) {
   // The document as one dump would write it, built an epoch at a time: the tree of one epoch is
   // in memory at once, not the run's (issue 24: the session's end held the whole run as a JSON
   // tree, a transient several times the report's size).
   json j = {{"schema", "fathom.report"},
-            {"schema_version", report.schema_version},
-            {"run_name", report.run_name},
-            {"environment", environment_json(report.environment)},
+            {"schema_version", head.schema_version},
+            {"run_name", head.run_name},
+            {"environment", environment_json(head.environment)},
             {"epochs", json::array()}};
   // Kernel, op and module names come from drivers and traces: invalid UTF-8 is replaced (U+FFFD)
   // rather than losing the report.
-  std::string out = j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  if (report.epochs.empty()) return out;
-  std::string epochs = "[\n";
-  for (std::size_t i = 0; i < report.epochs.size(); ++i) {
-    const std::string one = epoch_json(report.epochs[i], report.environment)
-                                .dump(2, ' ', false, json::error_handler_t::replace);
-    epochs += "    ";  // the array's items sit two levels deep
-    for (char c : one) {
-      epochs += c;
-      if (c == '\n') epochs += "    ";
-    }
-    epochs += i + 1 < report.epochs.size() ? ",\n" : "\n";
-  }
-  epochs += "  ]";
+  const std::string frame = j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   const std::string placeholder = "\"epochs\": []";
-  out.replace(out.find(placeholder) + placeholder.size() - 2, 2, epochs);
+  const std::size_t array_at = frame.find(placeholder) + placeholder.size() - 2;
+  out.write(std::string_view(frame).substr(0, array_at));
+  bool any = false;
+  std::string indented;
+  epochs([&](const EpochSummary& e) {
+    const std::string one =
+        epoch_json(e, head.environment).dump(2, ' ', false, json::error_handler_t::replace);
+    indented.assign(any ? ",\n    " : "[\n    ");  // the array's items sit two levels deep
+    for (char c : one) {
+      indented += c;
+      if (c == '\n') indented += "    ";
+    }
+    out.write(indented);
+    any = true;
+  });
+  out.write(any ? "\n  ]" : "[]");
+  out.write(std::string_view(frame).substr(array_at + 2));
+}
+
+}  // namespace detail
+
+std::string format_json_report(const RunReport& report) {
+  std::string out;
+  StringSink sink(out);
+  detail::write_json_report(
+      report,
+      [&](const std::function<void(const EpochSummary&)>& each) {
+        for (const EpochSummary& e : report.epochs) each(e);
+      },
+      sink);
   return out;
 }
 
@@ -455,6 +474,23 @@ std::string format_journal_epoch(const EpochSummary& epoch, const Environment& e
             {"epoch", epoch_json(epoch, environment)}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
+
+namespace detail {
+
+EpochSummary parse_journal_epoch(std::string_view line, const std::string& source_name) {
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  const auto epoch = j.is_object() ? j.find("epoch") : j.end();
+  if (epoch == j.end())
+    throw Error(
+        fmt::format("{}: a line is not a fathom report journal's epoch (corrupted?)", source_name));
+  try {
+    return epoch_from(*epoch);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{} is not a valid fathom report journal: {}", source_name, e.what()));
+  }
+}
+
+}  // namespace detail
 
 RunReport parse_report_journal(const std::string& text, const std::string& source_name) {
   // A line is complete once its newline is written; a kill mid-append leaves a last line without

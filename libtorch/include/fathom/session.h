@@ -197,7 +197,11 @@ class Session {
 
   bool active() const noexcept;
   const Options& options() const noexcept;
-  // The report so far: every ended epoch.
+  // The report so far, its memory flat in the run's length: the last ended epochs in full (16,
+  // more while the background writer catches up). The earlier ones are in the journal on disk:
+  // fathom::read_report_file(report_path()) reads them (after flush_report()), but for any the
+  // writer's full queue left out, said in a warning; the document written at the session's end
+  // holds the whole run, those too.
   const RunReport& report() const noexcept;
   // Where the JSON report is written (empty when fathom is off): the whole run as one document
   // when the session ends. While it runs, each ended epoch is appended as one line to the journal

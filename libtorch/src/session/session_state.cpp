@@ -21,6 +21,7 @@
 #include "measure/cuda_allocator_access.h"
 #include "records/atomic_file.h"
 #include "records/warning_sink.h"
+#include "report/report_stream.h"
 #include "session/trace_extension.h"
 
 namespace fathom::detail {
@@ -359,14 +360,22 @@ bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
       journal_header_ = format_journal_header(report_);
       journal_ = std::make_unique<ReportJournalFile>(report_path_, name_lock_.get());
     }
-    auto task = [journal = journal_.get(), state = &journal_state_, header = journal_header_,
-                 line = format_journal_epoch(summary, report_.environment)]() noexcept {
+    auto task = [this, journal = journal_.get(), state = &journal_state_, header = journal_header_,
+                 line = format_journal_epoch(summary, report_.environment),
+                 index = summary.index]() noexcept {
       try {
-        journal->append(header, line);
+        // The last line of a burst syncs them all (fdatasync covers what was written before).
+        journal->append(header, line, /*sync=*/report_writer_.waiting() == 0);
+        // Every line appended so far is still in the file (a journal made again after a failed
+        // cut would hold fewer): this epoch may leave memory.
+        if (journal->epoch_lines() != static_cast<std::size_t>(++journal_appends_))
+          journal_broken_.store(true);
+        if (!journal_broken_.load()) journaled_through_.store(index, std::memory_order_release);
         state->store(kOnDisk);
       } catch (const std::exception& e) {
         // The folder was checked at session start; if it went away since, say so and go on
         // training: a lost report must never stop the run.
+        journal_broken_.store(true);
         state->store(kFailed);
         detail::warn(e.what());
       }
@@ -388,18 +397,46 @@ bool SessionState::post_epoch_line(const EpochSummary& summary) noexcept {
 }
 
 // The session's end: the whole run once as one JSON document and the HTML page, after every line
-// still queued, from the report in memory (so an epoch the queue left out is in it too).
+// still queued, written into their files an epoch at a time: the epochs no longer in memory read
+// back from the journal, the rest from the report in memory (so an epoch the queue left out is
+// in it too). Nothing of the run is held twice: no document as one string, no tree of the run.
 void SessionState::finish_report() noexcept {
   if (!journal_) return;  // no epoch ended: no report, as before
   try {
-    auto task = [journal = journal_.get(), state = &journal_state_,
-                 json = format_json_report(report_),
-                 html = format_html_report(report_)]() noexcept {
+    // Run on the writer's thread after every line queued, or on this one once the writer is
+    // idle: the journal is the writer's, and report_ no longer changes.
+    auto task = [this]() noexcept {
       try {
-        journal->finish(json, html);
-        state->store(kDocumentWritten);
+        // The journal's first lines, with the epochs it missed put back in their places, then
+        // the epochs still in memory.
+        const detail::EachEpoch epochs =
+            [this](const std::function<void(const EpochSummary&)>& each) {
+              std::size_t kept = 0;
+              journal_->for_each_epoch_line(journal_lines_out_, [&](std::string_view line) {
+                const EpochSummary e = parse_journal_epoch(line, journal_->journal_path());
+                while (kept < unjournaled_.size() && unjournaled_[kept].index < e.index)
+                  each(unjournaled_[kept++]);
+                each(e);
+              });
+              while (kept < unjournaled_.size()) each(unjournaled_[kept++]);
+              for (const EpochSummary& e : report_.epochs) each(e);
+            };
+        // The page's overview is gathered while the JSON is written: the journal is read back
+        // twice (JSON, then the page's panels), not three times.
+        HtmlOverview overview;
+        const detail::EachEpoch gathering =
+            [&](const std::function<void(const EpochSummary&)>& each) {
+              epochs([&](const EpochSummary& e) {
+                overview.add(e);
+                each(e);
+              });
+            };
+        journal_->finish(
+            [&](TextSink& out) { write_json_report(report_, gathering, out); },
+            [&](TextSink& out) { write_html_report(report_, epochs, out, &overview); });
+        journal_state_.store(kDocumentWritten);
       } catch (const std::exception& e) {
-        state->store(kFailed);
+        journal_state_.store(kFailed);
         detail::warn(e.what());
       }
     };
@@ -426,6 +463,13 @@ void SessionState::finish_report() noexcept {
 
 void SessionState::write_report(bool ended, bool wait) noexcept {
   const bool written = ended && post_epoch_line(report_.epochs.back());
+  if (ended && !written) {
+    try {
+      unposted_.push_back(report_.epochs.back().index);  // kept in memory to the end
+    } catch (...) {
+      journal_broken_.store(true);  // not known to be left out: nothing leaves memory
+    }
+  }
   if (wait) report_writer_.flush();
   // Only a file that is there (issue 17): the writer says whether the journal reached the disk;
   // until its first line did, the file is named as the one being written.
@@ -443,6 +487,30 @@ void SessionState::write_report(bool ended, bool wait) noexcept {
     detail::swallowed("session/session_state.cpp: the report line");
   }
   printer_.epoch_ended(report_, where);
+  forget_journaled_epochs();
+}
+
+void SessionState::forget_journaled_epochs() noexcept {
+  if (report_.epochs.size() <= kEpochsInMemory || journal_broken_.load()) return;
+  const std::int64_t through = journaled_through_.load(std::memory_order_acquire);
+  std::size_t n = 0;
+  try {
+    for (; report_.epochs.size() - n > kEpochsInMemory; ++n) {
+      EpochSummary& e = report_.epochs[n];
+      if (e.index > through) break;  // its line is not on disk yet
+      const auto unposted = std::find(unposted_.begin(), unposted_.end(), e.index);
+      if (unposted == unposted_.end()) {
+        ++journal_lines_out_;
+        continue;
+      }
+      unjournaled_.push_back(std::move(e));
+      unposted_.erase(unposted);
+    }
+  } catch (...) {
+    detail::swallowed("session/session_state.cpp: an epoch kept for the session's end");
+  }
+  report_.epochs.erase(report_.epochs.begin(),
+                       report_.epochs.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void SessionState::begin_step() noexcept {

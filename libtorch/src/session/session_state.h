@@ -127,6 +127,7 @@ class SessionState {
  private:
   void write_report(bool ended, bool wait) noexcept;
   bool post_epoch_line(const EpochSummary& summary) noexcept;  // false: not queued (warned)
+  void forget_journaled_epochs() noexcept;  // the oldest epochs out of memory, once on disk
   void finish_report() noexcept;
   void overlapping_phase(Phase p) noexcept;  // the warning and report note for a nested phase
   void release_scopes() noexcept;            // at the end: the scopes still open become no-ops
@@ -148,6 +149,21 @@ class SessionState {
   // What the writer last did, for the terminal's "report:" line: set on its thread.
   static constexpr int kNothingYet = 0, kOnDisk = 1, kFailed = 2, kDocumentWritten = 3;
   std::atomic<int> journal_state_{kNothingYet};
+  // The last kEpochsInMemory ended epochs stay in report_ in full (the live summary, Auto, Python
+  // read them); an older one leaves memory once its line is in the journal, and the session's end
+  // reads it back from there (issue 24: the report in memory grew ~11 KiB an epoch).
+  static constexpr std::size_t kEpochsInMemory = 16;
+  // The index of the last epoch whose line the writer appended, with every line posted before it:
+  // set on the writer's thread; -1 before the first. After a failed append (journal_broken_) it
+  // stays where it was and no epoch leaves memory any more: the journal may have lost lines.
+  std::atomic<std::int64_t> journaled_through_{-1};
+  std::atomic<bool> journal_broken_{false};
+  std::int64_t journal_appends_ = 0;  // the writer's thread's count of its appends
+  // Epochs whose line never went to the writer (its queue was full): kept for the session's end
+  // in unjournaled_ once they leave report_.epochs; their indices are in unposted_ until then.
+  std::vector<std::int64_t> unposted_;
+  std::vector<EpochSummary> unjournaled_;
+  std::size_t journal_lines_out_ = 0;  // the epochs gone from memory: the journal's first lines
   // Epoch lines waiting for the disk: enough for a disk stalled for many short epochs; a stall
   // beyond it costs the journal lines, never the training (the end's document has every epoch).
   static constexpr std::size_t kPendingReportWrites = 64;
