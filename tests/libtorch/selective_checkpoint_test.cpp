@@ -97,7 +97,8 @@ TEST(SelectiveCheckpoint, AKeptOpsKernelDoesNotRunAgainInTheRecompute) {
   torch::manual_seed(1);
   const at::Tensor w1 = torch::randn({8, 8}).requires_grad_(),
                    w2 = torch::randn({8, 8}).requires_grad_();
-  const at::Tensor x = torch::randn({4, 8});
+  // An input that requires grad: a checkpoint's node needs one (or a named module).
+  const at::Tensor x = torch::randn({4, 8}).requires_grad_();
   auto fn = [&](const at::Tensor& t) {
     return torch::tanh(counted_mm(torch::relu(counted_mm(t, w1)), w2));
   };
@@ -176,7 +177,7 @@ TEST(SelectiveCheckpoint, ConvolutionsWithBatchNormAndAnInPlaceReluAreExact) {
 
 TEST(SelectiveCheckpoint, AnInPlaceChangeToAKeptOutputBeforeBackwardNamesTheOp) {
   const at::Tensor w = torch::randn({4, 4}).requires_grad_();
-  const at::Tensor x = torch::randn({3, 4});
+  const at::Tensor x = torch::randn({3, 4}).requires_grad_();
   at::Tensor y = checkpoint([&](const at::Tensor& t) { return t.mm(w); }, x,
                             CheckpointOptions().keep({"aten::mm"}));
   y.add_(1);  // the kept product, changed after the forward
@@ -187,7 +188,7 @@ TEST(SelectiveCheckpoint, AnInPlaceChangeToAKeptOutputBeforeBackwardNamesTheOp) 
 
 TEST(SelectiveCheckpoint, ARecomputeThatRunsOtherOpsIsAnErrorNamingBoth) {
   const at::Tensor w = torch::randn({4, 4}).requires_grad_();
-  const at::Tensor x = torch::randn({3, 4});
+  const at::Tensor x = torch::randn({3, 4}).requires_grad_();
   int calls = 0;
   auto differs = [&](const at::Tensor& t) {
     const at::Tensor p = t.mm(w);

@@ -283,28 +283,29 @@ std::string keepable_op_problem(const std::string& op) {
   const std::string overload = dot == std::string::npos ? "" : op.substr(dot + 1);
   if (name.find("::") == std::string::npos)
     return "\"" + op + "\" is not an operator name; name ops with their namespace: \"aten::mm\"";
-  bool found = false, reaches = false, returns_fresh = false;
+  bool found = false, composite = false, keeps = false;
   for (const c10::OperatorName& n : c10::Dispatcher::singleton().getAllOpNames()) {
     if (n.name != name || (dot != std::string::npos && n.overload_name != overload)) continue;
     auto handle = c10::Dispatcher::singleton().findSchema(n);
     if (!handle) continue;
     found = true;
-    if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
-    reaches = true;
-    returns_fresh = returns_fresh || keepable(handle->schema());
+    if (!keepable(handle->schema())) continue;  // an in-place, out= or view overload
+    if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd))
+      composite = true;
+    else
+      keeps = true;
   }
+  if (keeps) return {};
   if (!found) return "no operator is named \"" + op + "\" (names look like \"aten::mm\")";
-  if (!reaches)
+  if (composite)
     return op +
            " is a composite: it decomposes into other ops before autograd, so fathom never sees "
            "it; keep the ops it runs (aten::linear runs aten::addmm or aten::mm; aten::conv2d "
            "runs aten::convolution; aten::scaled_dot_product_attention runs a "
            "_scaled_dot_product_*_attention op)";
-  if (!returns_fresh)
-    return op +
-           " changes its input in place or returns a view of it: there is no output of its own "
-           "to keep";
-  return {};
+  return op +
+         " changes its input in place or returns a view of it: there is no output of its own "
+         "to keep";
 }
 
 }  // namespace fathom::detail
