@@ -16,18 +16,25 @@ class CpuPeakAllocator final : public c10::Allocator {
  public:
   // Installs itself over the current CPU allocator for the rest of the process; tensors
   // allocated before keep their own deleters.
+  // One per process (the deleter reaches it through a static).
   CpuPeakAllocator() : inner_(c10::GetCPUAllocator()) {
+    self_ = this;
     c10::SetCPUAllocator(this, /*priority=*/100);
   }
 
+  // Simple data pointers (data == context), as oneDNN's raw_allocate requires: the size sits in
+  // a header before the data, the inner allocator's raw deleter frees the whole block.
   c10::DataPtr allocate(std::size_t n) override {
-    auto* ctx = new Context{inner_->allocate(n), n, this};
+    auto* block = static_cast<char*>(inner_->raw_allocate(n + kHeader));
+    *reinterpret_cast<std::size_t*>(block) = n;
     const std::int64_t now = alive_.fetch_add(static_cast<std::int64_t>(n)) + n;
     std::int64_t peak = peak_.load();
     while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
     }
-    return {ctx->inner.get(), ctx, &release, ctx->inner.device()};
+    void* data = block + kHeader;
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
   }
@@ -41,15 +48,12 @@ class CpuPeakAllocator final : public c10::Allocator {
   std::int64_t peak_since_reset() const noexcept { return peak_.load() - base_; }
 
  private:
-  struct Context {
-    c10::DataPtr inner;
-    std::size_t bytes;
-    CpuPeakAllocator* owner;
-  };
-  static void release(void* p) {
-    auto* ctx = static_cast<Context*>(p);
-    ctx->owner->alive_.fetch_sub(static_cast<std::int64_t>(ctx->bytes));
-    delete ctx;
+  static constexpr std::size_t kHeader = 64;  // keeps the data 64-byte aligned
+  static inline CpuPeakAllocator* self_ = nullptr;
+  static void release(void* data) {
+    char* block = static_cast<char*>(data) - kHeader;
+    self_->alive_.fetch_sub(static_cast<std::int64_t>(*reinterpret_cast<std::size_t*>(block)));
+    self_->inner_->raw_deleter()(block);
   }
 
   c10::Allocator* inner_;
