@@ -268,5 +268,33 @@ TEST(SelectiveCheckpoint, TheFlopCounterCountsRecomputedProductsOnly) {
   EXPECT_EQ(by_flops.backward - plain.backward, second);
 }
 
+// On a GPU: cuBLAS products kept, CUDA dropout masks replayed from the device's generator, and
+// the fused attention kernel (whose returns include numbers beside tensors) kept.
+TEST(SelectiveCheckpoint, GpuGradientsEqualThePlainRunWithDropoutAndAttention) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  torch::manual_seed(5);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const at::Tensor w = torch::randn({64, 64}, cuda).requires_grad_();
+  const at::Tensor x0 = torch::randn({2 * 32, 64}, cuda);
+  auto fn = [&](const at::Tensor& t) {
+    const at::Tensor h = torch::dropout(torch::gelu(t.mm(w)), 0.2, /*train=*/true);
+    const at::Tensor q = h.view({2, 32, 4, 16}).transpose(1, 2).to(torch::kHalf);
+    return at::scaled_dot_product_attention(q, q, q, {}, 0.0, /*is_causal=*/true)
+        .to(torch::kFloat)
+        .sum(1)
+        .reshape({2, -1});
+  };
+  auto run = [&](bool selective) {
+    w.mutable_grad() = at::Tensor();
+    const at::Tensor x = x0.clone().requires_grad_();
+    torch::manual_seed(9);
+    const at::Tensor y =
+        selective ? checkpoint(fn, x, CheckpointOptions().keep(expensive_ops())) : fn(x);
+    y.pow(2).sum().backward();
+    return std::vector<at::Tensor>{w.grad().clone(), x.grad().clone(), y.detach()};
+  };
+  expect_bitwise_equal(run(false), run(true));
+}
+
 }  // namespace
 }  // namespace fathom
