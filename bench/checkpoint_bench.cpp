@@ -1,15 +1,22 @@
-// Activation checkpointing on the example models: for each, the activation memory and the
-// recompute with no checkpointing, with sqrt(n) equal segments (checkpoint_sequential), and with
-// fathom's plan at 50 % and 33 % of the unconstrained activation peak. Then how long the planner
-// takes for a chain of 200 blocks.
+// Activation checkpointing on three models (the example's ResNet-8, a chain of pre-norm MLP
+// blocks, a chain of pre-norm transformer blocks: attention + MLP), each with no checkpointing,
+// sqrt(n) equal segments (checkpoint_sequential), fathom's block plan and selective
+// checkpointing (keep the matrix products, convolutions and attention; recompute the rest) at
+// 50 % and 33 % of the unchecked run's activation peak. Then how long the planner takes for a
+// chain of 200 blocks.
 //
-//   checkpoint_bench [--repeats N]
+//   checkpoint_bench [--repeats N] [--json FILE]
 //
-// Columns: "peak" is the model's predicted activation peak (checkpoint_planner.h); "kept" is what
-// the forward keeps for backward, predicted and measured (saved-tensor hooks, deduplicated by
-// storage); "recompute" is the forward time recomputed in backward, as a share of the chain's
-// forward (predicted from per-block forward times); "step" is the measured forward+backward time
-// and its overhead over no checkpointing. CPU runs are short: read ratios, not absolute times.
+// Columns: "peak" is the measured activation peak of a forward+backward step (bytes alive above
+// the parameters, gradients and batch, counted by a CPU allocator wrapper) and its share of the
+// unchecked run's; "pred." is the block planner's prediction of its own plans; "recomp. FLOPs"
+// is what fathom's FLOP counter counts in backward beyond the unchecked run's backward, as a share
+// of the forward's FLOPs (deterministic; pointwise ops have no FLOP formula, so recomputing them
+// counts 0: step time shows their cost); "step" is the median forward+backward wall time, "cpu"
+// its process CPU time, and the overhead over no checkpointing; "grads" says whether every
+// parameter's gradient equals the unchecked run's bit for bit. CPU runs are short: read ratios.
+// --json writes one row per model, strategy and budget: {model, strategy, budget, peak_fraction,
+// recompute_flop_fraction, gradients_identical}.
 #include <fathom/fathom.h>
 #include <torch/torch.h>
 
@@ -20,7 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "measure/saved_tensor_meter.h"
+#include "cpu_peak_allocator.h"
+#include "measure/op_flop_callback.h"
 #include "resnet.h"
 
 namespace {
@@ -39,6 +47,45 @@ struct MlpBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(MlpBlock);
 
+// A GPT-like chain: pre-norm causal self-attention and a pre-norm MLP, each with a residual.
+// Tokens travel as [batch * seq, width] (the products are 2-D addmm, as in a fused GPT).
+struct TransformerBlockImpl : torch::nn::Module {
+  TransformerBlockImpl(std::int64_t width, std::int64_t heads, std::int64_t seq)
+      : heads(heads),
+        seq(seq),
+        norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})))),
+        qkv(register_module("qkv", torch::nn::Linear(width, 3 * width))),
+        proj(register_module("proj", torch::nn::Linear(width, width))),
+        norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})))),
+        up(register_module("up", torch::nn::Linear(width, 4 * width))),
+        down(register_module("down", torch::nn::Linear(4 * width, width))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    const std::int64_t n = x.size(0), c = x.size(1), b = n / seq;
+    const at::Tensor t = qkv->forward(norm1->forward(x))
+                             .view({b, seq, 3, heads, c / heads})
+                             .permute({2, 0, 3, 1, 4});
+    const at::Tensor a = at::scaled_dot_product_attention(t[0], t[1], t[2], {}, 0.0,
+                                                          /*is_causal=*/true);
+    const at::Tensor y = x + proj->forward(a.transpose(1, 2).reshape({n, c}));
+    return y + down->forward(torch::gelu(up->forward(norm2->forward(y))));
+  }
+  std::int64_t heads, seq;
+  torch::nn::LayerNorm norm1;
+  torch::nn::Linear qkv, proj;
+  torch::nn::LayerNorm norm2;
+  torch::nn::Linear up, down;
+};
+TORCH_MODULE(TransformerBlock);
+
+torch::nn::Sequential transformer_chain(std::int64_t width, std::int64_t heads, std::int64_t seq,
+                                        int blocks) {
+  torch::nn::Sequential chain;
+  for (int i = 0; i < blocks; ++i) chain->push_back(TransformerBlock(width, heads, seq));
+  chain->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
+  chain->push_back(torch::nn::Linear(width, 256));
+  return chain;
+}
+
 torch::nn::Sequential mlp_chain(std::int64_t width, int blocks) {
   torch::nn::Sequential seq;
   for (int i = 0; i < blocks; ++i) seq->push_back(MlpBlock(width));
@@ -48,9 +95,10 @@ torch::nn::Sequential mlp_chain(std::int64_t width, int blocks) {
 }
 
 struct Model {
-  std::string name;
+  std::string name;  // short, for --json
+  std::string title;
   torch::nn::Sequential seq;
-  std::function<at::Tensor()> batch;
+  at::Tensor x;  // one batch, the same for every run
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -71,7 +119,7 @@ std::vector<fathom::ChainBlock> measure(Model& m) {
       at::Tensor loss;
       {
         auto f = step.forward();
-        loss = fathom::forward(m.seq, m.batch()).pow(2).mean();
+        loss = fathom::forward(m.seq, m.x).pow(2).mean();
       }
       {
         auto b = step.backward();
@@ -86,30 +134,89 @@ std::vector<fathom::ChainBlock> measure(Model& m) {
   return chain;
 }
 
-struct Measured {
-  std::int64_t kept = 0;
-  double step_ms = 0;
+// One row: how the Sequential's items are checkpointed.
+struct Strategy {
+  std::string name;   // none, sqrt(n), block, selective (h26off: offload; then joint)
+  double budget = 0;  // the share of the unchecked peak it was planned for; 0: none
+  std::string label;  // as printed
+  std::vector<fathom::CheckpointSegment> segments;  // of the Sequential's items
+  bool selective = false;                           // keep(expensive_ops()) in every segment
+  std::int64_t predicted_peak = -1;                 // the block planner's, where it planned
+  bool infeasible = false;                          // the least-memory plan, above the budget
 };
 
-Measured run(Model& m, const std::vector<fathom::CheckpointSegment>& segments, int repeats) {
-  Measured r;
-  std::vector<double> times;
-  for (int i = 0; i < repeats + 1; ++i) {
-    const at::Tensor x = m.batch();
-    m.seq->zero_grad();
-    const auto t = std::chrono::steady_clock::now();
-    at::Tensor y;
+struct Outcome {
+  std::int64_t peak = 0;
+  std::int64_t forward_flops = 0, backward_flops = 0;
+  double step_ms = 0, cpu_ms = 0;
+  std::vector<at::Tensor> grads;
+};
+
+const fathom::CheckpointOptions& keep_expensive() {
+  static const fathom::CheckpointOptions o =
+      fathom::CheckpointOptions().keep(fathom::expensive_ops());
+  return o;
+}
+
+at::Tensor step_loss(Model& m, const Strategy& s) {
+  const at::Tensor y = s.selective ? fathom::forward(m.seq, m.x, s.segments, keep_expensive())
+                                   : fathom::forward(m.seq, m.x, s.segments);
+  return y.pow(2).mean();
+}
+
+// Gradients are zeroed in place (allocated by the first run), so no measured run allocates them.
+void zero_grads(Model& m) {
+  for (auto& p : m.seq->parameters())
+    if (p.grad().defined()) p.mutable_grad().zero_();
+}
+
+std::int64_t measure_peak(Model& m, const Strategy& s, bench::CpuPeakAllocator& alloc) {
+  zero_grads(m);
+  alloc.reset_peak();
+  step_loss(m, s).backward();
+  return alloc.peak_since_reset();
+}
+
+Outcome evaluate(Model& m, const Strategy& s, int repeats, bench::CpuPeakAllocator& alloc) {
+  Outcome r;
+  zero_grads(m);
+  step_loss(m, s).backward();  // warm-up
+  r.peak = measure_peak(m, s, alloc);
+  for (const auto& p : m.seq->parameters()) r.grads.push_back(p.grad().clone());
+  {
+    fathom::detail::FlopTally tally;
     {
-      fathom::detail::SavedTensorCapture capture;  // the chain only: the loss saves its input too
-      y = fathom::forward(m.seq, x, segments);
-      r.kept = capture.total_bytes();
+      fathom::detail::OpFlopCallback counting(tally);
+      zero_grads(m);
+      tally.set_phase(0);
+      const at::Tensor loss = step_loss(m, s);
+      tally.set_phase(1);
+      loss.backward();
     }
-    y.pow(2).mean().backward();
-    if (i > 0) times.push_back(seconds_since(t) * 1e3);  // the first run warms up
+    for (const auto& e : tally.take())
+      (e.phase == 0 ? r.forward_flops : r.backward_flops) += e.flops;
   }
-  std::sort(times.begin(), times.end());
-  r.step_ms = times[times.size() / 2];
+  std::vector<double> wall, cpu;
+  for (int i = 0; i < repeats; ++i) {
+    zero_grads(m);
+    const auto t = std::chrono::steady_clock::now();
+    const std::clock_t c = std::clock();
+    step_loss(m, s).backward();
+    cpu.push_back(1e3 * static_cast<double>(std::clock() - c) / CLOCKS_PER_SEC);
+    wall.push_back(seconds_since(t) * 1e3);
+  }
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  r.step_ms = wall[wall.size() / 2];
+  r.cpu_ms = cpu[cpu.size() / 2];
   return r;
+}
+
+bool identical(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i], b[i])) return false;
+  return true;
 }
 
 std::string mib(std::int64_t b) {
@@ -118,63 +225,168 @@ std::string mib(std::int64_t b) {
   return s;
 }
 
-void bench_model(Model& m, int repeats) {
+struct JsonRow {
+  std::string model, strategy;
+  double budget = 0;
+  double peak_fraction = 0, recompute_flop_fraction = 0;
+  bool gradients_identical = false;
+};
+
+constexpr double kBudgets[] = {0.5, 0.33};
+
+// Selective checkpointing at a budget, searched by measured peak: the k items that save the
+// most in the forward (k = 1, 2, ...) are checkpointed with keep(expensive_ops()), either each as
+// its own segment (a recompute holds one item's cheap activations at a time) or with adjacent
+// ones merged (a segment's inner boundaries are not kept: a stem's conv, bn and relu as one); the
+// first plan that meets the budget, else the one with the least peak.
+std::vector<Strategy> selective_rows(Model& m, const std::vector<fathom::ChainBlock>& chain,
+                                     std::int64_t none_peak, bench::CpuPeakAllocator& alloc) {
+  std::vector<int> order(chain.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return chain[a].own_bytes > chain[b].own_bytes; });
+  // Candidates in the order tried, with their measured peaks (shared by both budgets).
+  std::vector<std::pair<std::vector<fathom::CheckpointSegment>, std::int64_t>> tried;
+  auto peak_of = [&](const std::vector<fathom::CheckpointSegment>& segments) {
+    for (const auto& [seg, p] : tried)
+      if (seg == segments) return p;
+    Strategy probe;
+    probe.segments = segments;
+    probe.selective = true;
+    const std::int64_t p = measure_peak(m, probe, alloc);
+    tried.emplace_back(segments, p);
+    return p;
+  };
+  std::vector<Strategy> rows;
+  for (double share : kBudgets) {
+    const auto budget = static_cast<std::int64_t>(share * static_cast<double>(none_peak));
+    Strategy s;
+    s.name = "selective";
+    s.budget = share;
+    s.selective = true;
+    std::int64_t best = -1;
+    bool met = false;
+    for (std::size_t k = 1; k <= order.size() && !met; ++k) {
+      std::vector<int> items(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+      std::sort(items.begin(), items.end());
+      std::vector<fathom::CheckpointSegment> each, merged;
+      for (int i : items) {
+        each.push_back({i, i + 1});
+        if (!merged.empty() && merged.back().end == i)
+          merged.back().end = i + 1;
+        else
+          merged.push_back({i, i + 1});
+      }
+      for (const auto* segments : {&each, &merged}) {
+        const std::int64_t p = peak_of(*segments);
+        if (best < 0 || p < best) {
+          best = p;
+          s.segments = *segments;
+        }
+        if (p <= budget) {
+          s.segments = *segments;
+          met = true;
+          break;
+        }
+      }
+    }
+    s.infeasible = !met;
+    char label[48];
+    std::snprintf(label, sizeof label, "selective @ %.0f%%%s", share * 100, met ? "" : "*");
+    s.label = label;
+    rows.push_back(s);
+  }
+  return rows;
+}
+
+void bench_model(Model& m, int repeats, bench::CpuPeakAllocator& alloc,
+                 std::vector<JsonRow>& json) {
   const std::vector<fathom::ChainBlock> chain = measure(m);
   const fathom::FusedChain fused = fuse_aliasing_blocks(chain);
-  const fathom::PlanCost none = fathom::evaluate_plan(fused.blocks, {});
-  double forward_ms = 0;
-  for (const auto& b : fused.blocks) forward_ms += b.forward_ms;
-  std::printf(
-      "\n%s: %zu modules, %zu blocks after merging views and in-place modules, forward %.2f ms\n",
-      m.name.c_str(), chain.size(), fused.blocks.size(), forward_ms);
-  std::printf("  %-16s %4s %12s %7s %12s %12s %10s %10s %9s\n", "strategy", "segs", "peak",
-              "of none", "kept pred.", "kept meas.", "recompute", "step ms", "overhead");
-  struct Row {
-    std::string name;
-    std::vector<fathom::CheckpointSegment> segments;  // fused indices
-  };
-  std::vector<double> infeasible;
-  std::vector<Row> rows{
-      {"none", {}},
-      {"sqrt(n) segments", fathom::sqrt_segments(static_cast<int>(fused.blocks.size()))}};
-  for (double share : {0.5, 0.33}) {
-    const auto budget = static_cast<std::int64_t>(share * static_cast<double>(none.peak_bytes));
+  const fathom::PlanCost none_pred = fathom::evaluate_plan(fused.blocks, {});
+  std::printf("\n%s: %zu items, %zu blocks after merging views and in-place modules\n",
+              m.title.c_str(), chain.size(), fused.blocks.size());
+
+  std::vector<Strategy> rows;
+  rows.push_back({"none", 0, "none", {}, false, none_pred.peak_bytes});
+  {
+    const auto segs = fathom::sqrt_segments(static_cast<int>(fused.blocks.size()));
+    rows.push_back({"sqrt(n)", 0, "sqrt(n) segments", fathom::unfuse_segments(fused, segs), false,
+                    fathom::evaluate_plan(fused.blocks, segs).peak_bytes});
+  }
+  for (double share : kBudgets) {
+    const auto budget =
+        static_cast<std::int64_t>(share * static_cast<double>(none_pred.peak_bytes));
     fathom::CheckpointPlan plan = fathom::plan_checkpoints(fused.blocks, budget);
-    char name[48];
-    std::snprintf(name, sizeof name, "fathom @ %.0f%%", share * 100);
+    Strategy s;
+    s.name = "block";
+    s.budget = share;
     if (!plan.feasible) {
-      // Single-level checkpointing cannot go below about 2 sqrt(n) activations: show the least.
-      std::snprintf(name, sizeof name, "fathom @ %.0f%%*",
-                    100.0 * plan.min_feasible_budget_bytes / none.peak_bytes);
+      // Single-level checkpointing cannot go below about 2 sqrt(n) activations: the least.
+      s.infeasible = true;
       plan = fathom::plan_checkpoints(fused.blocks, plan.min_feasible_budget_bytes);
-      infeasible.push_back(share);
     }
-    rows.push_back({name, plan.segments});
+    char label[48];
+    std::snprintf(label, sizeof label, "block @ %.0f%%%s", share * 100, s.infeasible ? "*" : "");
+    s.label = label;
+    s.segments = fathom::unfuse_segments(fused, plan.segments);
+    s.predicted_peak = fathom::evaluate_plan(fused.blocks, plan.segments).peak_bytes;
+    rows.push_back(s);
   }
-  double none_ms = 0;
-  for (const Row& row : rows) {
-    const fathom::PlanCost cost = fathom::evaluate_plan(fused.blocks, row.segments);
-    const Measured got = run(m, fathom::unfuse_segments(fused, row.segments), repeats);
-    if (row.segments.empty()) none_ms = got.step_ms;
-    std::printf("  %-16s %4zu %12s %6.0f%% %12s %12s %9.0f%% %10.2f %8.0f%%\n", row.name.c_str(),
-                row.segments.size(), mib(cost.peak_bytes).c_str(),
-                100.0 * cost.peak_bytes / none.peak_bytes, mib(cost.stored_bytes).c_str(),
-                mib(got.kept).c_str(),
-                forward_ms > 0 ? 100.0 * cost.recompute_ms / forward_ms : 0.0, got.step_ms,
-                none_ms > 0 ? 100.0 * (got.step_ms / none_ms - 1.0) : 0.0);
+  const Outcome none = evaluate(m, rows[0], repeats, alloc);
+  for (Strategy& s : selective_rows(m, chain, none.peak, alloc)) rows.push_back(std::move(s));
+  // --- offload rows (h26off): saved tensors to pinned host memory, at the same budgets ---
+  // --- joint rows (keep / recompute / offload per tensor, activation_plan.h) once both exist ---
+
+  std::printf("  %-18s %4s %11s %6s %11s %13s %9s %9s %9s %6s\n", "strategy", "segs", "peak",
+              "of none", "pred.", "recomp. FLOPs", "step ms", "cpu ms", "overhead", "grads");
+  for (const Strategy& s : rows) {
+    const Outcome got = s.name == "none" ? none : evaluate(m, s, repeats, alloc);
+    const double peak_fraction = static_cast<double>(got.peak) / static_cast<double>(none.peak);
+    const double flop_fraction =
+        none.forward_flops > 0 ? static_cast<double>(got.backward_flops - none.backward_flops) /
+                                     static_cast<double>(none.forward_flops)
+                               : 0.0;
+    const bool same = identical(none.grads, got.grads);
+    std::printf("  %-18s %4zu %11s %6.0f%% %11s %12.0f%% %9.1f %9.1f %8.0f%% %6s\n",
+                s.label.c_str(), s.segments.size(), mib(got.peak).c_str(), 100 * peak_fraction,
+                s.predicted_peak >= 0 ? mib(s.predicted_peak).c_str() : "-", 100 * flop_fraction,
+                got.step_ms, got.cpu_ms, 100.0 * (got.step_ms / none.step_ms - 1.0),
+                same ? "same" : "DIFFER");
+    json.push_back({m.name, s.name, s.budget, peak_fraction, flop_fraction, same});
   }
-  for (const Row& row : rows) {
-    if (row.segments.empty()) continue;
-    std::printf("  %-16s checkpoints", row.name.c_str());
-    for (const auto& seg : fathom::unfuse_segments(fused, row.segments))
-      std::printf(" [%d, %d)", seg.begin, seg.end);
+  for (const Strategy& s : rows) {
+    if (s.segments.empty()) continue;
+    std::printf("  %-18s checkpoints", s.label.c_str());
+    for (const auto& seg : s.segments) std::printf(" [%d, %d)", seg.begin, seg.end);
     std::printf(" of the Sequential's items\n");
   }
-  for (double share : infeasible)
-    std::printf(
-        "  * %.0f%% is below what any single-level plan needs: the row is fathom's least-memory "
-        "plan\n",
-        share * 100);
+  std::printf(
+      "  * the budget is below what any plan of this kind reaches: the row is its least-memory "
+      "plan\n");
+}
+
+void write_json(const std::string& path, const std::vector<JsonRow>& rows) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "checkpoint_bench: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::fprintf(f, "[\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const JsonRow& r = rows[i];
+    char budget[16] = "null";
+    if (r.budget > 0) std::snprintf(budget, sizeof budget, "%.2f", r.budget);
+    std::fprintf(f,
+                 "  {\"model\": \"%s\", \"strategy\": \"%s\", \"budget\": %s, "
+                 "\"peak_fraction\": %.4f, \"recompute_flop_fraction\": %.4f, "
+                 "\"gradients_identical\": %s}%s\n",
+                 r.model.c_str(), r.strategy.c_str(), budget, r.peak_fraction,
+                 r.recompute_flop_fraction, r.gradients_identical ? "true" : "false",
+                 i + 1 < rows.size() ? "," : "");
+  }
+  std::fprintf(f, "]\n");
+  std::fclose(f);
 }
 
 void bench_planner() {
@@ -211,25 +423,32 @@ void bench_planner() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int repeats = 5;
-  for (int i = 1; i + 1 < argc; ++i)
+  int repeats = 3;
+  std::string json_path;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--repeats") repeats = std::max(1, std::stoi(argv[i + 1]));
+    if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured
+  bench::CpuPeakAllocator alloc;  // before the models: their parameters are counted out anyway
   torch::manual_seed(0);
   std::vector<Model> models;
-  models.push_back(
-      {"cnn (the example's ResNet-8, batch 64, 32x32)", examples::make_resnet(16, {1, 1, 1}), [] {
-         return torch::randn({64, 3, 32, 32});
-       }});
-  models.push_back(
-      {"mlp chain (12 pre-norm MLP blocks, width 256, 32x128 tokens)", mlp_chain(256, 12), [] {
-         return torch::randn({32 * 128, 256});
-       }});
+  models.push_back({"cnn", "cnn (the example's ResNet-8, batch 64, 32x32)",
+                    examples::make_resnet(16, {1, 1, 1}), torch::randn({64, 3, 32, 32})});
+  models.push_back({"mlp", "mlp chain (12 pre-norm MLP blocks, width 256, 32x128 tokens)",
+                    mlp_chain(256, 12), torch::randn({32 * 128, 256})});
+  models.push_back({"transformer",
+                    "transformer chain (6 pre-norm attention + MLP blocks, width 256, 8 heads, "
+                    "16x128 tokens, causal)",
+                    transformer_chain(256, 8, 128, 6), torch::randn({16 * 128, 256})});
   std::printf("checkpoint_bench: %d timed runs per row (median), CPU threads %d\n", repeats,
               at::get_num_threads());
+  std::vector<JsonRow> json;
   for (Model& m : models) {
     m.seq->train();
-    bench_model(m, repeats);
+    bench_model(m, repeats, alloc, json);
   }
   bench_planner();
+  if (!json_path.empty()) write_json(json_path, json);
   return 0;
 }

@@ -23,6 +23,26 @@
 //   modules fathom was not told about: the recompute would update the running statistics a second
 //   time. Name the modules (CheckpointOptions::module): fathom then restores their buffers after
 //   the recompute, so the statistics are updated once, as in the plain run.
+//
+// Selective checkpointing (CheckpointOptions::keep, keep_if): inside the checkpoint a policy
+// decides, op by op, which outputs the forward keeps; backward recomputes the rest and returns
+// the kept ones instead of running their kernels again. Keep what is expensive to recompute and
+// cheap to hold (matrix products, convolutions, attention: expensive_ops()), recompute the
+// pointwise ops, norms and views around them, as torchtitan does with PyTorch's
+// create_selective_checkpoint_contexts:
+//
+//   auto y = fathom::checkpoint(fn, x, fathom::CheckpointOptions().module(block)
+//                                          .keep(fathom::expensive_ops()));
+//   // or by fathom's FLOP count of each call:
+//   ... .keep_if([](const fathom::CheckpointedOp& op) { return op.flops >= (1 << 20); })
+//
+// Ops are the ones autograd records (below it at the dispatcher, after composites such as
+// aten::linear or aten::conv2d have decomposed); the recompute must run them in the same order,
+// which fathom checks op by op (a fathom::Error names both ops otherwise). A kept output changed
+// in place between the forward and backward is a fathom::Error naming the op; one the function
+// itself changes in place (a ReLU(inplace) after a kept convolution) is recomputed instead.
+// Ops that return views or change their inputs in place are always recomputed.
+//
 // Not supported: functions that modify their inputs in place (the saved input would no longer be
 // the forward's; autograd reports it at backward), and nested backward through the checkpoint
 // (create_graph).
@@ -31,12 +51,31 @@
 #include <torch/nn/module.h>
 
 #include <concepts>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 namespace fathom {
+
+// An op that ran inside a selectively checkpointed function, as a keep policy sees it: after its
+// kernel ran in the forward.
+struct CheckpointedOp {
+  std::string_view name;      // "aten::addmm"
+  std::string_view overload;  // "" for the default overload
+  // fathom's FLOP count of the call (the FLOP counter's formulas; 0 for ops without one).
+  std::int64_t flops = 0;
+  std::int64_t output_bytes = 0;  // what keeping it holds
+};
+using KeepPolicy = std::function<bool(const CheckpointedOp&)>;
+
+// The ops worth keeping: matrix products, convolutions and fused attention, the ones whose
+// recompute costs FLOPs (aten::mm, addmm, bmm, baddbmm, convolution, the
+// _scaled_dot_product_*_attention kernels).
+const std::vector<std::string>& expensive_ops();
 
 using TensorsFunction = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
 using TensorFunction = std::function<at::Tensor(const at::Tensor&)>;
@@ -67,9 +106,23 @@ class CheckpointOptions {
     return modules_;
   }
 
+  // Selective checkpointing: the outputs of these ops ("aten::mm", or "aten::add.Tensor" for one
+  // overload) are kept, the rest recomputed. Throws fathom::Error for a name that fathom never
+  // sees run (an unknown op, a composite such as aten::linear, an in-place or view op).
+  CheckpointOptions& keep(const std::vector<std::string>& ops);
+  // Selective checkpointing by a predicate, called once per op in the forward; an op is kept
+  // when keep() names it or the predicate says so.
+  CheckpointOptions& keep_if(KeepPolicy policy);
+  const std::vector<std::string>& kept_ops() const noexcept { return keep_; }
+  const KeepPolicy& keep_policy() const noexcept { return keep_if_; }
+  bool selective() const noexcept { return !keep_.empty() || static_cast<bool>(keep_if_); }
+  bool keeps(const CheckpointedOp& op) const;
+
  private:
   bool preserve_rng_state_ = true;
   std::vector<std::shared_ptr<torch::nn::Module>> modules_;
+  std::vector<std::string> keep_;
+  KeepPolicy keep_if_;
 };
 
 namespace detail {

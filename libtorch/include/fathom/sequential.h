@@ -5,6 +5,7 @@
 // item saves for backward and how long its forward takes, and in Auto mode it checkpoints the
 // items the session's plan names (checkpoint_extension.h). A Sequential run inside an item of
 // another is part of that item.
+#include <fathom/checkpoint.h>
 #include <fathom/checkpoint_planner.h>
 #include <fathom/session.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -21,5 +22,12 @@ at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input);
 // lie outside the Sequential.
 at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input,
                    const std::vector<CheckpointSegment>& checkpointed);
+
+// The same, each segment a selective checkpoint with `selective`'s keep policy (its keep() and
+// keep_if(); fathom names the segment's modules itself): backward recomputes what the policy
+// does not keep.
+at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input,
+                   const std::vector<CheckpointSegment>& checkpointed,
+                   const CheckpointOptions& selective);
 
 }  // namespace fathom

@@ -123,8 +123,9 @@ class RecomputeTimer {
 
 // Items [begin, end) of seq as one checkpointed function.
 at::Tensor checkpoint_items(torch::nn::Sequential& seq, int begin, int end, const at::Tensor& x,
-                            RecomputeClock clock = {}) {
-  CheckpointOptions options;
+                            const CheckpointOptions* selective, RecomputeClock clock = {}) {
+  // Copied whole (its names were checked when it was built); the segment's modules are added.
+  CheckpointOptions options = selective ? *selective : CheckpointOptions();
   for (int i = begin; i < end; ++i) options.module(seq->ptr(static_cast<std::size_t>(i)));
   // The holder is copied: backward runs the items again after this call has returned.
   return checkpoint(
@@ -163,7 +164,8 @@ class CurrentBlock {
 }  // namespace
 
 at::Tensor run_sequential(torch::nn::Sequential& seq, const at::Tensor& input,
-                          const std::vector<CheckpointSegment>* checkpointed) {
+                          const std::vector<CheckpointSegment>* checkpointed,
+                          const CheckpointOptions* selective) {
   const int n = static_cast<int>(seq->size());
   if (checkpointed) check_segments(*checkpointed, n);
   CheckpointExtension* ext = CheckpointExtension::active();
@@ -190,13 +192,13 @@ at::Tensor run_sequential(torch::nn::Sequential& seq, const at::Tensor& input,
     if (next < segments->size() && (*segments)[next].begin == i) {
       const CheckpointSegment s = (*segments)[next++];
       if (!ext) {
-        x = checkpoint_items(seq, s.begin, s.end, x);
+        x = checkpoint_items(seq, s.begin, s.end, x, selective);
       } else {
         for (int k = s.begin; k < s.end; ++k) ext->set_checkpointed(chain, k, true);
         CurrentBlock current(*ext, chain, s.begin);
         std::optional<Probe> probe;
         if (profiling) probe.emplace(*ext, chain, -1, x);
-        x = checkpoint_items(seq, s.begin, s.end, x, ext->recompute_clock());
+        x = checkpoint_items(seq, s.begin, s.end, x, selective, ext->recompute_clock());
         if (probe) probe->finish(x);
       }
       i = s.end;

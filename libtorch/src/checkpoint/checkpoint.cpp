@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "checkpoint/chain_nesting.h"
+#include "checkpoint/op_interception.h"
 
 namespace fathom {
 namespace {
@@ -232,19 +233,54 @@ struct CheckpointState : torch::CustomClassHolder {
   AutocastState autocast;
   std::size_t inputs = 0;
   std::size_t parameters = 0;
+  // Selective checkpointing: the policy, and what the forward ran and kept (null: a plain
+  // checkpoint, every op recomputed).
+  CheckpointOptions policy;
+  std::shared_ptr<detail::OpLog> log;
 };
+
+// Runs the function with this checkpoint's op interception: recording the forward or replaying
+// it for a selective checkpoint; for a plain one inside a selective one, out of the outer's log.
+std::vector<at::Tensor> run_intercepted(CheckpointState& state, detail::InterceptMode mode,
+                                        const std::vector<at::Tensor>& inputs) {
+  if (state.log) {
+    detail::OpInterception intercept(state.log.get(), mode, &state.policy);
+    return state.fn(inputs);
+  }
+  if (detail::intercepting()) {
+    detail::OpInterception pass(nullptr, mode, nullptr);
+    return state.fn(inputs);
+  }
+  return state.fn(inputs);
+}
 
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<CheckpointState> state,
                                at::TensorList inputs, at::TensorList /*parameters*/) {
-    ctx->save_for_backward(inputs.vec());
     std::vector<at::Tensor> outputs;
     {
       detail::ChainNesting nested;
       RunningStatsWatch watch(state->modules);
-      outputs = state->fn(inputs.vec());
+      outputs = run_intercepted(*state, detail::InterceptMode::Record, inputs.vec());
       watch.check();
     }
+    // The kept outputs are saved for backward beside the inputs: through autograd, so saved-tensor
+    // hooks (fathom's meter, offloading) see them as they see any saved tensor.
+    std::vector<at::Tensor> saved = inputs.vec();
+    if (state->log) {
+      std::vector<std::string> demoted;
+      for (at::Tensor& t : state->log->take_kept(&demoted)) saved.push_back(std::move(t));
+      if (!demoted.empty()) {
+        TORCH_WARN_ONCE(
+            "fathom::checkpoint (selective): the checkpointed function changes the "
+            "output of ",
+            demoted.front(),
+            " in place after it ran, so backward recomputes that op instead of "
+            "keeping its output (",
+            demoted.size(), " such ops)");
+      }
+    }
+    ctx->save_for_backward(saved);
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       if (!outputs[i].defined())
         throw Error("fathom::checkpoint: output " + std::to_string(i) +
@@ -269,11 +305,16 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     }
     auto state =
         c10::static_intrusive_pointer_cast<CheckpointState>(ctx->saved_data["state"].toCapsule());
+    // Before autograd unpacks them (its own check would not name the op).
+    if (state->log) state->log->check_versions();
     const variable_list saved = ctx->get_saved_variables();
     std::vector<at::Tensor> inputs;
-    inputs.reserve(saved.size());
-    for (const at::Tensor& s : saved)
-      inputs.push_back(s.detach().requires_grad_(s.requires_grad()));
+    inputs.reserve(state->inputs);
+    for (std::size_t i = 0; i < state->inputs && i < saved.size(); ++i)
+      inputs.push_back(saved[i].detach().requires_grad_(saved[i].requires_grad()));
+    if (state->log)
+      state->log->restore_kept(std::vector<at::Tensor>(
+          saved.begin() + static_cast<std::ptrdiff_t>(inputs.size()), saved.end()));
     // Restored after the recompute's backward too: BatchNorm saves its running statistics for
     // backward, and putting them back earlier would bump their version under the saved copies.
     BufferRestore buffers(state->modules);
@@ -283,8 +324,9 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       AutocastReplay autocast(state->autocast);
       detail::ChainNesting nested;
       at::AutoGradMode grad_mode(true);
-      outputs = state->fn(inputs);
+      outputs = run_intercepted(*state, detail::InterceptMode::Replay, inputs);
     }
+    if (state->log) state->log->finish_replay();
     variable_list with_grad, grads;
     for (std::size_t i = 0; i < outputs.size() && i < grad_outputs.size(); ++i) {
       if (outputs[i].requires_grad()) {
@@ -330,6 +372,10 @@ std::vector<at::Tensor> detail::checkpoint_tensors(const TensorsFunction& fn,
   auto state = c10::make_intrusive<CheckpointState>();
   state->fn = fn;
   state->modules = options.modules();
+  if (options.selective()) {
+    state->policy = options;
+    state->log = std::make_shared<detail::OpLog>();
+  }
   if (options.preserve_rng_state()) state->rng = capture_rng(inputs);
   state->autocast = capture_autocast();
   std::vector<at::Tensor> parameters;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "analyze/flop_formulas.h"
+#include "checkpoint/op_interception.h"
 #include "records/warning_sink.h"
 
 namespace fathom::detail {
@@ -58,6 +59,9 @@ struct Frame : at::ObserverContext {
   int phase = FlopTally::kNoPhase;
   std::vector<OpArg> inputs;
   std::string dtype;
+  // Kernels selective checkpointing skipped on this thread when the op started: a recompute that
+  // returns a kept op's forward outputs ran no product, so it is not counted.
+  std::uint64_t replayed = 0;
 };
 
 const OpKind& kind_of(const at::RecordFunction& fn) {
@@ -102,12 +106,9 @@ OpArg arg_of(const c10::IValue& v, bool read_contents) {
   return {};
 }
 
-}  // namespace
-
-std::vector<OpArg> flop_args(const at::RecordFunction& fn, FlopFormula formula) {
+std::vector<OpArg> args_of(c10::ArrayRef<c10::IValue> inputs, FlopFormula formula) {
   const auto contents = flop_inputs_read_contents(formula);
   std::vector<OpArg> out;
-  const auto inputs = fn.inputs();
   out.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i)
     out.push_back(arg_of(inputs[i], std::find(contents.begin(), contents.end(),
@@ -115,9 +116,9 @@ std::vector<OpArg> flop_args(const at::RecordFunction& fn, FlopFormula formula) 
   return out;
 }
 
-std::vector<Shape> flop_output_shapes(const at::RecordFunction& fn) {
+std::vector<Shape> output_shapes(c10::ArrayRef<c10::IValue> outputs) {
   std::vector<Shape> out;
-  for (const c10::IValue& v : fn.outputs()) {
+  for (const c10::IValue& v : outputs) {
     if (v.isTensor() && v.toTensor().defined()) {
       const at::Tensor& t = v.toTensor();
       out.emplace_back(t.sizes().begin(), t.sizes().end());
@@ -126,6 +127,16 @@ std::vector<Shape> flop_output_shapes(const at::RecordFunction& fn) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<OpArg> flop_args(const at::RecordFunction& fn, FlopFormula formula) {
+  return args_of(fn.inputs(), formula);
+}
+
+std::vector<Shape> flop_output_shapes(const at::RecordFunction& fn) {
+  return output_shapes(fn.outputs());
 }
 
 namespace {
@@ -156,8 +167,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       frame->formula = kind.formula;
       frame->op = fn.name();
       frame->phase = tally->phase();
-      frame->inputs = flop_args(fn, kind.formula);
+      frame->inputs = args_of(fn.inputs(), kind.formula);
       frame->dtype = dtype_of(fn);
+      frame->replayed = replayed_kernels();
       s.counted = frame.get();
     }
     return frame;
@@ -176,8 +188,9 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (s.counted == frame) s.counted = nullptr;
   FlopTally* tally = g_tally.load(std::memory_order_acquire);
   if (!tally) return;
+  if (replayed_kernels() != frame->replayed) return;  // its kernel did not run
   try {
-    if (auto flops = op_flops(frame->formula, frame->inputs, flop_output_shapes(fn)))
+    if (auto flops = op_flops(frame->formula, frame->inputs, output_shapes(fn.outputs())))
       tally->add(frame->phase, frame->op, frame->dtype, *flops);
     else
       tally->add_unfit(frame->op);
@@ -277,6 +290,13 @@ OpFlopCallback::~OpFlopCallback() {
   if (!registered_) return;
   at::removeCallback(handle_);
   g_tally.store(nullptr, std::memory_order_release);
+}
+
+std::int64_t flops_of_call(std::string_view op, c10::ArrayRef<c10::IValue> inputs,
+                           c10::ArrayRef<c10::IValue> outputs) {
+  const FlopFormula formula = flop_formula_of(op);
+  if (formula == FlopFormula::None) return 0;
+  return op_flops(formula, args_of(inputs, formula), output_shapes(outputs)).value_or(0);
 }
 
 std::string torch_dtype_name(c10::ScalarType type) {

@@ -13,6 +13,7 @@
 // calls it again; a Python dispatch mode redispatches it) is the same product: it counts once,
 // with the inner call's input type (bfloat16 under autocast, not the float32 it was called with).
 #include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
 
 #include <atomic>
 #include <cstdint>
@@ -26,6 +27,9 @@
 
 namespace at {
 class RecordFunction;
+}
+namespace c10 {
+struct IValue;
 }
 
 namespace fathom::detail {
@@ -85,6 +89,11 @@ class OpFlopCallback {
 // which counts each op's FLOPs of a profiled block).
 std::vector<OpArg> flop_args(const at::RecordFunction& fn, FlopFormula formula);
 std::vector<Shape> flop_output_shapes(const at::RecordFunction& fn);
+
+// The FLOPs of one call of `op` ("aten::mm") by the counter's formulas: 0 for an op without a
+// formula or arguments that do not fit it. Selective checkpointing's keep_if() policies read it.
+std::int64_t flops_of_call(std::string_view op, c10::ArrayRef<c10::IValue> inputs,
+                           c10::ArrayRef<c10::IValue> outputs);
 
 // torch's name for a scalar type, as Python prints torch.float32: "float32", "bfloat16".
 std::string torch_dtype_name(c10::ScalarType type);

@@ -16,3 +16,14 @@ at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input,
 }
 
 }  // namespace fathom
+
+namespace fathom {
+
+at::Tensor forward(torch::nn::Sequential& seq, const at::Tensor& input,
+                   const std::vector<CheckpointSegment>& checkpointed,
+                   const CheckpointOptions& selective) {
+  return detail::amp_region(
+      [&] { return detail::run_sequential(seq, input, &checkpointed, &selective); });
+}
+
+}  // namespace fathom
