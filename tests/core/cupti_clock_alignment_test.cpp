@@ -64,6 +64,33 @@ TEST(ClockAlignment, LongStepsOnATscCalibratedOverMicrosecondsHold) {
   EXPECT_FALSE(c.add({t + 30'000'000'000, tsc(t + 30'000'000'000) / 3}));
 }
 
+// Issue 23, item 5: the fit current at conversion places a 30 s step's records with the rate
+// of the whole run, not the 5e-4 of the 200 us calibration, and a reading taken across a
+// preemption (the thread descheduled between its two host reads: its host time 1 ms off, its
+// span 2 ms, still within the jump bound) neither bends the rate nor moves the records after it.
+// Anchored at and fitted through the latest sample, as before, every record after it was 1 ms off.
+TEST(ClockAlignment, AThirtySecondStepAndAPreemptedReadingKeepRecordsInPlace) {
+  ClockAlignment c;
+  const double true_rate = 2.5;
+  auto tsc = [&](std::int64_t ns) {
+    return static_cast<std::uint64_t>(static_cast<double>(ns) * true_rate) + 123'456'789;
+  };
+  c.reset({1'000'000, tsc(1'000'000), 60}, {1'200'000, tsc(1'200'000) + 250, 60});
+  ASSERT_NEAR(c.ticks_per_ns() / true_rate - 1.0, 5e-4, 1e-5);
+  const std::int64_t step_end = 1'200'000 + 30'000'000'000;
+  ASSERT_TRUE(c.add({step_end, tsc(step_end), 60}));
+  // A record from the middle of the step, converted after the step end's sample.
+  const std::int64_t mid = step_end - 15'000'000'000;
+  EXPECT_LT(std::llabs(c.to_host(tsc(mid)) - mid), 1'000) << "15 s back on the calibrated rate";
+  // 4 s later: the reading's tick was taken at `late`, its host reads 2 ms apart around it.
+  const std::int64_t late = step_end + 4'000'000'000;
+  ASSERT_TRUE(c.add({late - 1'000'000, tsc(late), 2'000'000}));
+  EXPECT_NEAR(c.ticks_per_ns() / true_rate - 1.0, 0.0, 1e-8);
+  const std::int64_t after = late + 1'000'000'000;
+  EXPECT_LT(std::llabs(c.to_host(tsc(after)) - after), 1'000)
+      << "placed from the preempted reading: off by " << c.to_host(tsc(after)) - after << " ns";
+}
+
 // The same on nanoseconds: CLOCK_REALTIME slewed by NTP (500 ppm) against the steady clock.
 TEST(ClockAlignment, SlewedRealtimeOverLongStepsHolds) {
   ClockAlignment c;

@@ -26,8 +26,13 @@
 // - cuptiActivityEnable(RUNTIME/DRIVER) records every API of the domain and overrides earlier
 //   cuptiActivityEnableRuntimeApi/DriverApi calls; those enable or disable single cbids.
 // - A timestamp callback (cuptiActivityRegisterTimestampCallback) becomes the unit of every
-//   timestamp: host records call it at once, GPU records are converted by linear interpolation
-//   between its samples; cuptiGetTimestamp follows it.
+//   timestamp; cuptiGetTimestamp follows it. Records' times are converted by a line: its rate
+//   from the first tight reading (bracketed by host clock reads at most 100 ns apart) to the
+//   latest, placed at the latest tight reading. GPU records wait for a line at least 250 us long
+//   (its rate off by at most 4e-4, on a loaded machine too). A record's start and end go through
+//   one line: re-anchoring between them (at the reading each conversion used to take) moved them
+//   by a reading's noise, bending short durations by tens of percent (issue 23's TSC replay
+//   failed in half the runs on a loaded host).
 // - Thread ids are pthread_self() truncated to 32 bits by default, gettid() with
 //   CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM.
 // - External correlation: a stack per thread and kind; a recorded API call on a thread gets one
@@ -46,7 +51,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -136,6 +143,12 @@ struct Sample {
   std::uint64_t ts;
 };
 
+// Host time onto a timestamp callback's unit (see the rules above).
+struct TimestampLine {
+  Sample origin{}, anchor{};
+  double per_ns = 1.0;
+};
+
 struct State {
   std::recursive_timed_mutex lock;  // CUPTI's internal lock
 
@@ -145,7 +158,7 @@ struct State {
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   CUpti_TimestampCallbackFunc timestamp_callback = nullptr;
-  std::vector<Sample> samples;  // of the timestamp callback: the first and the latest
+  TimestampLine line;  // of the timestamp callback, for GPU records
   std::int64_t realtime_offset = 0;
   std::set<std::uint32_t> kinds;
   bool runtime_all = false, driver_all = false;
@@ -250,43 +263,64 @@ std::uint32_t thread_id_now() {
              : static_cast<std::uint32_t>(pthread_self());
 }
 
-// A timestamp now, in the unit records carry. Samples the callback for later interpolation.
-std::uint64_t ts_now() {
-  State& s = S();
-  const std::int64_t h = host_ns();
-  if (!s.timestamp_callback) return static_cast<std::uint64_t>(h + s.realtime_offset);
-  const std::uint64_t t = s.timestamp_callback();
+// A reading of the callback between two host clock reads no more than kTightNs apart, so its
+// host time (their middle) is off by at most half that: a reading whose thread was preempted
+// between the clocks (milliseconds on a loaded machine) is no point of the line.
+constexpr std::int64_t kTightNs = 100;
+struct Reading {
+  Sample at;
+  bool tight;
+};
+Reading read_callback(CUpti_TimestampCallbackFunc f) {
+  const std::int64_t before = host_ns();
+  const std::uint64_t t = f();
   const std::int64_t after = host_ns();
-  // The first sample since the callback was registered and the latest: the longest baseline.
-  // Only a reading bracketed tightly is a sample: one whose thread was preempted between the two
-  // clocks (milliseconds on a loaded machine) would bend every later GPU timestamp.
-  const Sample sample{h + (after - h) / 2, t};
-  if (s.samples.empty()) {
-    s.samples.push_back(sample);
-  } else if (after - h < 5'000) {
-    if (s.samples.size() < 2) {
-      s.samples.push_back(sample);
-    } else {
-      s.samples[1] = sample;
-    }
-  }
-  return t;
+  return {{before + (after - before) / 2, t}, after - before <= kTightNs};
 }
 
-// A host time (ns) in the unit records carry: GPU timestamps are converted this way.
-std::uint64_t ts_of(std::int64_t h) {
+// A tight reading, retried for (the tightest of many if none is).
+Sample tight_reading(CUpti_TimestampCallbackFunc f) {
+  Reading best = read_callback(f);
+  for (int i = 0; i < 10'000 && !best.tight; ++i) best = read_callback(f);
+  return best.at;
+}
+
+// The line's rate between its origin and a later tight reading.
+void refit(TimestampLine& l, Sample s) {
+  if (s.host <= l.origin.host) return;
+  l.anchor = s;
+  l.per_ns = static_cast<double>(static_cast<std::int64_t>(s.ts - l.origin.ts)) /
+             static_cast<double>(s.host - l.origin.host);
+}
+
+// GPU timestamps are converted on a line at least kLineBaselineNs long, so its rate is off by at
+// most kTightNs / kLineBaselineNs (4e-4), 5 times under what the replay test allows. Waited for
+// at the first GPU record converted within that long of the registration, not at the
+// registration itself, and kept short: a registration that took 1 ms let work that a takeover
+// test expects still running finish before it.
+constexpr std::int64_t kLineBaselineNs = 250'000;
+void lengthen_line(TimestampLine& l, CUpti_TimestampCallbackFunc f) {
+  while (l.anchor.host - l.origin.host < kLineBaselineNs) refit(l, tight_reading(f));
+}
+
+// A timestamp now, in the unit records carry; a tight reading moves the line there.
+std::uint64_t ts_now() {
+  State& s = S();
+  if (!s.timestamp_callback) return static_cast<std::uint64_t>(host_ns() + s.realtime_offset);
+  const Reading r = read_callback(s.timestamp_callback);
+  if (r.tight) refit(s.line, r.at);
+  return r.at.ts;
+}
+
+// A host time (ns) in the unit records carry, on the line as it is: a record's start and end on
+// one line. gpu: a GPU record's, on a line long enough.
+std::uint64_t ts_of(std::int64_t h, bool gpu = false) {
   State& s = S();
   if (!s.timestamp_callback) return static_cast<std::uint64_t>(h + s.realtime_offset);
-  ts_now();
-  if (s.samples.size() < 2) {
-    const Sample& a = s.samples.back();
-    return static_cast<std::uint64_t>(static_cast<std::int64_t>(a.ts) + (h - a.host));
-  }
-  const Sample& a = s.samples[0];
-  const Sample& b = s.samples[1];
-  const double slope = static_cast<double>(b.ts - a.ts) / static_cast<double>(b.host - a.host);
-  return static_cast<std::uint64_t>(static_cast<double>(a.ts) +
-                                    slope * static_cast<double>(h - a.host));
+  if (gpu) lengthen_line(s.line, s.timestamp_callback);
+  const TimestampLine& l = s.line;
+  return l.anchor.ts + static_cast<std::uint64_t>(
+                           std::llround(l.per_ns * static_cast<double>(h - l.anchor.host)));
 }
 
 void wake_worker();
@@ -407,6 +441,7 @@ std::uint32_t api_record(CUpti_CallbackDomain domain, std::uint32_t cbid, std::i
   if (!a) return correlation;
   ++(runtime ? s.stats.runtime_records : s.stats.driver_records);
   a->cbid = cbid;
+  ts_now();  // CUPTI reads the time at the call: the line is placed there
   a->start = ts_of(start);
   a->end = ts_of(end);
   a->processId = static_cast<std::uint32_t>(::getpid());
@@ -433,7 +468,7 @@ void advance() {
     }
     if (Buffer* b = it->buffer) {
       std::uint8_t* r = b->data + it->offset;
-      const std::uint64_t start = ts_of(it->start), end = ts_of(it->end);
+      const std::uint64_t start = ts_of(it->start, true), end = ts_of(it->end, true);
       // Each GPU record struct has its own layout: patch through the right one.
       if (it->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
           it->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
@@ -475,7 +510,7 @@ std::vector<Delivery> take_deliveries(bool flush, bool force) {
           // Running: CUPTI has its start, not its end.
           ++s.stats.in_flight_at_forced_flush;
           if (it->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-            reinterpret_cast<CUpti_ActivityKernel10*>(r)->start = ts_of(it->start);
+            reinterpret_cast<CUpti_ActivityKernel10*>(r)->start = ts_of(it->start, true);
         } else {
           ++s.stats.incomplete_at_forced_flush;
           const std::uint32_t invalid = CUPTI_ACTIVITY_KIND_INVALID;
@@ -602,7 +637,7 @@ void c_reset() {
   s.request = nullptr;
   s.complete = nullptr;
   s.timestamp_callback = nullptr;
-  s.samples.clear();
+  s.line = TimestampLine{};
   s.kinds.clear();
   s.runtime_all = s.driver_all = false;
   s.runtime_override.clear();
@@ -1002,11 +1037,15 @@ STANDIN_EXPORT CUptiResult cuptiActivityRegisterCallbacks(
 
 STANDIN_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f) {
   if (!f) return CUPTI_ERROR_INVALID_PARAMETER;
+  // A first rate over 10 us (within 1 %) for host records until GPU records lengthen it.
+  TimestampLine line;
+  line.origin = line.anchor = tight_reading(f);
+  for (Sample b = line.origin; b.host - line.origin.host < 10'000;)
+    refit(line, b = tight_reading(f));
   EntryLock lock;
   if (!lock.ok()) return CUPTI_ERROR_UNKNOWN;
   S().timestamp_callback = f;
-  S().samples.clear();
-  ts_now();
+  S().line = line;
   return CUPTI_SUCCESS;
 }
 

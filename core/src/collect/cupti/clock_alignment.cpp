@@ -1,5 +1,6 @@
 #include "collect/cupti/clock_alignment.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -16,14 +17,38 @@ double ticks_between(std::uint64_t from, std::uint64_t to) {
 // the noise of two readings never stretches durations.
 constexpr double kNanosecondTolerance = 1e-3;
 
+// A sample's weight: the inverse of its time's variance (uniform over its span), with a floor
+// for the clocks' own resolution so that spans of 0 (exact samples) weigh alike.
+double weight_of(const ClockSample& s) {
+  const double span = static_cast<double>(std::max<std::int64_t>(s.span_ns, 0)) + 100.0;
+  return 1.0 / (span * span);
+}
+
 }  // namespace
 
+void ClockAlignment::accumulate(ClockSample s) noexcept {
+  // West's weighted update of the means and co-moments: stable over hours of nanoseconds.
+  const double x = static_cast<double>(s.host_ns - origin_.host_ns);
+  const double y = ticks_between(origin_.cupti, s.cupti);
+  const double w = weight_of(s);
+  weight_ += w;
+  const double dx = x - mean_x_;
+  mean_x_ += w / weight_ * dx;
+  mean_y_ += w / weight_ * (y - mean_y_);
+  sxx_ += w * dx * (x - mean_x_);
+  sxy_ += w * dx * (y - mean_y_);
+}
+
 void ClockAlignment::reset(ClockSample first, ClockSample second) noexcept {
-  first_ = first;
-  last_ = second;
+  origin_ = first;
+  weight_ = mean_x_ = mean_y_ = sxx_ = sxy_ = 0;
+  accumulate(first);
+  accumulate(second);
+  anchor_ = second;
+  last_host_ns_ = second.host_ns;
   const double dh = static_cast<double>(second.host_ns - first.host_ns);
   const double dc = ticks_between(first.cupti, second.cupti);
-  rate_ = dh > 0 && dc > 0 ? dc / dh : 1.0;
+  rate_ = dh > 0 && dc > 0 ? dc / dh : 1.0;  // two points: the least-squares line is theirs
   ns_ = std::fabs(rate_ - 1.0) < kNanosecondTolerance;
   if (ns_) rate_ = 1.0;
   ready_ = dh >= kMinBaselineNs && dc > 0;
@@ -35,25 +60,22 @@ std::int64_t ClockAlignment::error_ns(ClockSample s) const noexcept {
 
 bool ClockAlignment::add(ClockSample s) noexcept {
   if (!ready_) return false;
-  const double since = std::fabs(static_cast<double>(s.host_ns - last_.host_ns));
-  const double allowed = static_cast<double>(kJumpNs) + kRateTolerance * since;
+  const double since = std::fabs(static_cast<double>(s.host_ns - last_host_ns_));
+  const double allowed = static_cast<double>(kJumpNs) + kRateTolerance * since +
+                         static_cast<double>(std::max<std::int64_t>(s.span_ns, 0)) / 2;
   if (static_cast<double>(std::llabs(error_ns(s))) > allowed) return false;
-  last_ = s;
-  if (!ns_) {
-    // The longest baseline gives the best rate.
-    const double dh = static_cast<double>(s.host_ns - first_.host_ns);
-    const double dc = ticks_between(first_.cupti, s.cupti);
-    if (dh > 0 && dc > 0) rate_ = dc / dh;
-  }
+  last_host_ns_ = s.host_ns;
+  accumulate(s);
+  if (!ns_ && sxx_ > 0 && sxy_ > 0) rate_ = sxy_ / sxx_;
+  if (s.span_ns <= std::max(kAnchorSpanNs, anchor_.span_ns)) anchor_ = s;
   return true;
 }
 
 std::int64_t ClockAlignment::to_host(std::uint64_t cupti) const noexcept {
   if (cupti == 0) return 0;
-  // Anchored at the latest sample: the error of the rate grows with the distance from it only.
-  const std::int64_t d = static_cast<std::int64_t>(cupti - last_.cupti);
-  if (ns_) return last_.host_ns + d;
-  return last_.host_ns + static_cast<std::int64_t>(std::llround(static_cast<double>(d) / rate_));
+  const std::int64_t d = static_cast<std::int64_t>(cupti - anchor_.cupti);
+  if (ns_) return anchor_.host_ns + d;
+  return anchor_.host_ns + static_cast<std::int64_t>(std::llround(static_cast<double>(d) / rate_));
 }
 
 }  // namespace fathom::cupti

@@ -16,8 +16,11 @@
 namespace fathom::cupti {
 
 struct ClockSample {
-  std::int64_t host_ns = 0;  // now_ns() at the reading
+  std::int64_t host_ns = 0;  // now_ns() at the reading (the middle of the two host reads)
   std::uint64_t cupti = 0;   // cuptiGetTimestamp at the same moment
+  // How far apart the host reads around it were: host_ns is off by up to half of it. Wide when
+  // the thread was preempted between them (milliseconds on a loaded machine).
+  std::int64_t span_ns = 0;
 };
 
 class ClockAlignment {
@@ -32,6 +35,9 @@ class ClockAlignment {
   // (ticks vs ns, 2-3x): far beyond 1%.
   static constexpr std::int64_t kJumpNs = 2'000'000;
   static constexpr double kRateTolerance = 1e-2;
+  // A sample read across a wider span than this does not place records: it only refines the
+  // rate, with the little weight its uncertainty gives it.
+  static constexpr std::int64_t kAnchorSpanNs = 20'000;
 
   // Starts a fit from two samples at least kMinBaselineNs apart.
   void reset(ClockSample first, ClockSample second) noexcept;
@@ -49,7 +55,17 @@ class ClockAlignment {
   std::int64_t error_ns(ClockSample s) const noexcept;
 
  private:
-  ClockSample first_{}, last_{};
+  void accumulate(ClockSample s) noexcept;
+
+  // The rate is the weighted least-squares slope over every sample since the reset (a sample
+  // weighs by its span's uncertainty), kept as running means and co-moments about the first
+  // sample, in doubles of differences (CLOCK_REALTIME ns are past a double's mantissa).
+  ClockSample origin_{};
+  double weight_ = 0, mean_x_ = 0, mean_y_ = 0, sxx_ = 0, sxy_ = 0;
+  // Records are placed from the latest tight sample: the rate's error then grows only with the
+  // distance from it, and the clocks' slow drift apart (NTP slewing) never accumulates.
+  ClockSample anchor_{};
+  std::int64_t last_host_ns_ = 0;
   double rate_ = 1.0;
   bool ns_ = true;
   bool ready_ = false;

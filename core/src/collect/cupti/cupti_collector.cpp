@@ -107,7 +107,7 @@ cupti::ClockSample CuptiCollector::Impl::sample() const {
     const std::int64_t t1 = now_ns();
     if (t1 - t0 < best_span) {
       best_span = t1 - t0;
-      best = {t0 + (t1 - t0) / 2, c};
+      best = {t0 + (t1 - t0) / 2, c, t1 - t0};
     }
   }
   return best;
@@ -472,6 +472,10 @@ void CuptiCollector::stop() noexcept {
   collector::set_external_api(nullptr);
   try {
     if (s == CuptiState::Collecting) {
+      // The last records are converted with the fit refined up to now, as at every flush: a
+      // session ending after a long step without one would place them with the rate of the
+      // step's start.
+      c.clock.add(c.sample());
       c.disable_all();
       FATHOM_CUPTI(c.api, activity_flush_all, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
