@@ -3,7 +3,7 @@
 // sqrt(n) equal segments (checkpoint_sequential), fathom's block plan and selective
 // checkpointing (keep the matrix products, convolutions and attention; recompute the rest) at
 // 50 % and 33 % of the unchecked run's activation peak. Then how long the planner takes for a
-// chain of 200 blocks.
+// chain of 200 blocks. Offload rows follow each model's table (bench_offload).
 //
 //   checkpoint_bench [--repeats N] [--json FILE]
 //
@@ -25,10 +25,12 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cpu_peak_allocator.h"
 #include "measure/op_flop_callback.h"
+#include "measure/saved_tensor_meter.h"
 #include "resnet.h"
 
 namespace {
@@ -230,6 +232,10 @@ struct JsonRow {
   double budget = 0;
   double peak_fraction = 0, recompute_flop_fraction = 0;
   bool gradients_identical = false;
+  // What peak_fraction measures: the allocator's peak over a step, or (offload rows, the CPU copy
+  // path, whose host copies the CPU allocator counts too) the saved bytes still resident on the
+  // device when the forward returns.
+  std::string peak_measure = "step_peak";
 };
 
 constexpr double kBudgets[] = {0.5, 0.33};
@@ -380,10 +386,10 @@ void write_json(const std::string& path, const std::vector<JsonRow>& rows) {
     std::fprintf(f,
                  "  {\"model\": \"%s\", \"strategy\": \"%s\", \"budget\": %s, "
                  "\"peak_fraction\": %.4f, \"recompute_flop_fraction\": %.4f, "
-                 "\"gradients_identical\": %s}%s\n",
+                 "\"gradients_identical\": %s, \"peak_measure\": \"%s\"}%s\n",
                  r.model.c_str(), r.strategy.c_str(), budget, r.peak_fraction,
                  r.recompute_flop_fraction, r.gradients_identical ? "true" : "false",
-                 i + 1 < rows.size() ? "," : "");
+                 r.peak_measure.c_str(), i + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, "]\n");
   std::fclose(f);
@@ -420,6 +426,95 @@ void bench_planner() {
   }
 }
 
+// --- offload rows (issue 26 item 2), apart from the checkpoint rows above ------------------------
+
+// The saved storages of a forward that are still allocated when it returns: what stays on the
+// device for backward. An observer on fathom's saved-tensor hook (saved_tensor_meter.h) holding
+// each storage weakly, so an offloaded one, freed after its copy, no longer counts.
+class ResidentSaved final : public fathom::detail::SavedTensorPacker {
+ public:
+  void observe(const at::Tensor& t, bool parameter) noexcept override {
+    if (parameter || !t.has_storage()) return;
+    const void* key = t.storage().unsafeGetStorageImpl();
+    if (seen_.insert(key).second) storages_.push_back(t.storage().getWeakStorageImpl());
+  }
+  std::int64_t resident_bytes() const {
+    std::int64_t bytes = 0;
+    for (const auto& w : storages_)
+      if (auto s = w.lock()) bytes += static_cast<std::int64_t>(s->nbytes());
+    return bytes;
+  }
+
+ private:
+  std::unordered_set<const void*> seen_;
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storages_;
+};
+
+struct OffloadRun {
+  std::int64_t resident = 0;
+  fathom::OffloadSummary summary;
+  double step_ms = 0;
+  std::vector<at::Tensor> grads;
+};
+
+// Every item of the Sequential as one unit under fathom::offload (the CPU copy path here: the
+// "host copy" a separate buffer, so what leaves the device is measured as on a GPU), or plain.
+OffloadRun run_offload(Model& m, const at::Tensor& x, bool offloaded, int repeats) {
+  OffloadRun r;
+  std::vector<double> times;
+  for (int i = 0; i < repeats + 1; ++i) {
+    m.seq->zero_grad();
+    fathom::OffloadMeter meter;
+    const auto options = fathom::OffloadOptions().cpu_copy(true).min_bytes(0).meter(meter);
+    const auto t = std::chrono::steady_clock::now();
+    at::Tensor h = x;
+    std::int64_t resident = 0;
+    {
+      ResidentSaved saved;  // the chain only: the loss saves its input too
+      for (torch::nn::AnyModule& item : *m.seq)
+        h = offloaded ? fathom::offload([&item](const at::Tensor& in) { return item.forward(in); },
+                                        h, options)
+                      : item.forward(h);
+      resident = saved.resident_bytes();
+    }
+    h.pow(2).mean().backward();
+    if (i > 0) times.push_back(seconds_since(t) * 1e3);
+    r.resident = resident;
+    r.summary = meter.summary();
+  }
+  std::sort(times.begin(), times.end());
+  r.step_ms = times[times.size() / 2];
+  for (const auto& p : m.seq->parameters()) r.grads.push_back(p.grad().clone());
+  return r;
+}
+
+void bench_offload(Model& m, int repeats, std::vector<JsonRow>& json) {
+  const at::Tensor& x = m.x;
+  const OffloadRun none = run_offload(m, x, false, repeats);
+  const OffloadRun off = run_offload(m, x, true, repeats);
+  bool identical = none.grads.size() == off.grads.size();
+  for (std::size_t i = 0; identical && i < none.grads.size(); ++i)
+    identical = torch::equal(none.grads[i], off.grads[i]);
+  std::printf("  offload rows (each Sequential item under fathom::offload, the CPU copy path):\n");
+  std::printf("  %-16s %12s %13s %12s %10s %10s %9s %s\n", "strategy", "resident", "peak_fraction",
+              "offloaded", "recompute", "step ms", "overhead", "gradients_identical");
+  for (const auto* row : {&none, &off}) {
+    const bool is_none = row == &none;
+    std::printf("  %-16s %12s %12.0f%% %12s %9.0f%% %10.2f %8.0f%% %s\n",
+                is_none ? "none" : "offload", mib(row->resident).c_str(),
+                none.resident > 0 ? 100.0 * row->resident / none.resident : 0.0,
+                mib(row->summary.offloaded_bytes).c_str(), 0.0, row->step_ms,
+                none.step_ms > 0 ? 100.0 * (row->step_ms / none.step_ms - 1.0) : 0.0,
+                is_none ? "-" : (identical ? "yes" : "NO"));
+  }
+  std::printf(
+      "  (resident: saved storages still allocated when the forward returns; the offloaded ones "
+      "leave. Recompute 0: nothing runs again. On a GPU the copies cross the link instead: "
+      "bench/offload_bench)\n");
+  if (none.resident > 0)
+    json.push_back({m.name, "offload", 0, static_cast<double>(off.resident) / none.resident, 0.0,
+                    identical, "resident_after_forward"});
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -447,6 +542,7 @@ int main(int argc, char** argv) {
   for (Model& m : models) {
     m.seq->train();
     bench_model(m, repeats, alloc, json);
+    bench_offload(m, repeats, json);
   }
   bench_planner();
   if (!json_path.empty()) write_json(json_path, json);

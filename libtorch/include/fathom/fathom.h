@@ -10,5 +10,6 @@
 #include <fathom/guarded_step.h>
 #include <fathom/module_forms.h>
 #include <fathom/module_forward.h>
+#include <fathom/offload.h>
 #include <fathom/sequential.h>
 #include <fathom/session.h>

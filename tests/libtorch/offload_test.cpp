@@ -1,0 +1,292 @@
+// fathom::offload on the CPU: the copy path (OffloadOptions::cpu_copy) gives the plain run's
+// gradients bit for bit and frees what it copied; an in-place change after the save is an error
+// naming the ops; without a device the saved tensors are kept, and a warning says so.
+#include <fathom/checkpoint.h>
+#include <fathom/error.h>
+#include <fathom/offload.h>
+#include <fathom/session.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "measure/saved_tensor_meter.h"
+
+namespace fathom {
+namespace {
+
+std::vector<at::Tensor> grads_of(const torch::nn::Module& m) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : m.parameters())
+    out.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
+  return out;
+}
+
+void zero_grads(torch::nn::Module& m) {
+  for (auto& p : m.parameters()) p.mutable_grad() = at::Tensor();
+}
+
+void expect_bitwise_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i].defined()) << "gradient " << i << " missing in the plain run";
+    ASSERT_TRUE(b[i].defined()) << "gradient " << i << " missing in the offloaded run";
+    EXPECT_TRUE(torch::equal(a[i], b[i])) << "gradient " << i << " differs";
+  }
+}
+
+OffloadOptions copy_all(const OffloadMeter& meter) {
+  return OffloadOptions().cpu_copy(true).min_bytes(0).meter(meter);
+}
+
+// Runs the Sequential's items one by one, each offloaded when a meter is given: a chain of units.
+at::Tensor run_chain(torch::nn::Sequential& seq, at::Tensor x, const OffloadMeter* meter) {
+  for (torch::nn::AnyModule& item : *seq) {
+    if (meter)
+      x = offload([&item](const at::Tensor& in) { return item.forward(in); }, x, copy_all(*meter));
+    else
+      x = item.forward(x);
+  }
+  return x;
+}
+
+torch::nn::Sequential mlp() {
+  torch::manual_seed(3);
+  using namespace torch::nn;
+  return Sequential(Linear(16, 64), ReLU(), Linear(64, 64), Tanh(), Linear(64, 64), GELU(),
+                    Linear(64, 4));
+}
+
+torch::nn::Sequential conv_net() {
+  torch::manual_seed(5);
+  using namespace torch::nn;
+  return Sequential(Conv2d(Conv2dOptions(3, 8, 3).padding(1)), BatchNorm2d(8), ReLU(),
+                    Conv2d(Conv2dOptions(8, 8, 3).stride(2).padding(1)), BatchNorm2d(8), ReLU(),
+                    AdaptiveAvgPool2d(AdaptiveAvgPool2dOptions({1, 1})), Flatten(), Linear(8, 3));
+}
+
+void expect_offload_matches_plain(torch::nn::Sequential seq, const at::Tensor& x) {
+  seq->train();
+  // BatchNorm's running statistics are part of the state: both runs start from the same.
+  std::vector<at::Tensor> buffers;
+  for (const auto& b : seq->buffers()) buffers.push_back(b.clone());
+  const at::Tensor plain_out = run_chain(seq, x, nullptr);
+  plain_out.pow(2).sum().backward();
+  const auto plain = grads_of(*seq);
+
+  zero_grads(*seq);
+  {
+    torch::NoGradGuard no_grad;
+    auto live = seq->buffers();
+    for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(buffers[i]);
+  }
+  OffloadMeter meter;
+  const at::Tensor out = run_chain(seq, x, &meter);
+  EXPECT_TRUE(torch::equal(out, plain_out));
+  out.pow(2).sum().backward();
+  expect_bitwise_equal(plain, grads_of(*seq));
+
+  const OffloadSummary s = meter.summary();
+  EXPECT_EQ(s.calls, static_cast<std::int64_t>(seq->size()));
+  EXPECT_GT(s.offloaded_tensors, 0);
+  EXPECT_GT(s.offloaded_bytes, 0);
+  // Every unit but the last (the first backward runs) came back one unit ahead.
+  EXPECT_GT(s.prefetched, 0);
+  EXPECT_GT(s.fetched_late, 0);
+  EXPECT_EQ(s.prefetched + s.fetched_late, s.offloaded_tensors);
+  EXPECT_TRUE(s.fallback.empty()) << s.fallback;
+  EXPECT_EQ(s.timed_copies, 0);  // the CPU path is not a link
+}
+
+TEST(Offload, MlpGradientsEqualThePlainRunBitForBit) {
+  expect_offload_matches_plain(mlp(), torch::randn({32, 16}).requires_grad_(true));
+}
+
+TEST(Offload, ConvNetGradientsEqualThePlainRunBitForBit) {
+  expect_offload_matches_plain(conv_net(), torch::randn({4, 3, 16, 16}));
+}
+
+TEST(Offload, ModuleFormTakesOptionsAndSkipsSmallStorages) {
+  torch::manual_seed(2);
+  torch::nn::Linear lin(64, 64);
+  const at::Tensor x = torch::randn({8, 64});  // data: Linear saves it for the weight's gradient
+  OffloadMeter meter;
+  // The input's storage (2 KiB) is below the threshold: it stays.
+  const at::Tensor y =
+      offload(lin, x, OffloadOptions().cpu_copy(true).min_bytes(4096).meter(meter));
+  y.sum().backward();
+  const OffloadSummary s = meter.summary();
+  EXPECT_EQ(s.offloaded_tensors, 0);
+  EXPECT_EQ(s.kept_tensors, 1);
+  EXPECT_EQ(s.kept_bytes, 8 * 64 * 4);
+  EXPECT_TRUE(lin->weight.grad().defined());
+}
+
+// The point of offloading: the forward's saved storage is not held by autograd, so it is freed
+// when the forward's own references go (a plain run keeps it to backward).
+TEST(Offload, TheSavedStorageIsFreedAfterTheForward) {
+  torch::manual_seed(4);
+  torch::nn::Linear a(32, 32), b(32, 32);
+  const at::Tensor x = torch::randn({16, 32});
+  for (bool offloaded : {false, true}) {
+    std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> hidden;
+    auto fn = [&](const at::Tensor& in) {
+      at::Tensor h = torch::relu(a(in));  // saved by relu (its output) and by b (its input)
+      hidden.emplace(h.storage().getWeakStorageImpl());
+      return b(h);
+    };
+    OffloadMeter meter;
+    const at::Tensor y = offloaded ? offload(fn, x, copy_all(meter)) : fn(x);
+    ASSERT_TRUE(hidden);
+    EXPECT_EQ(hidden->expired(), offloaded) << (offloaded ? "offloaded" : "plain");
+    y.sum().backward();
+    if (offloaded) {
+      // relu and b saved one storage: copied once, brought back once, for both.
+      EXPECT_EQ(meter.summary().offloaded_tensors, 2);  // x and h
+    }
+  }
+}
+
+TEST(Offload, RetainGraphBringsTheTensorsBackAgain) {
+  torch::manual_seed(6);
+  auto seq = mlp();
+  const at::Tensor x = torch::randn({8, 16});
+  OffloadMeter meter;
+  const at::Tensor loss = run_chain(seq, x, &meter).pow(2).sum();
+  loss.backward({}, /*retain_graph=*/true);
+  const auto once = grads_of(*seq);
+  loss.backward();
+  const auto twice = grads_of(*seq);
+  for (std::size_t i = 0; i < once.size(); ++i)
+    EXPECT_TRUE(torch::equal(twice[i], once[i] * 2)) << "gradient " << i;
+}
+
+// SavedVariable makes no in-place check when a hook holds the tensor: fathom's hook makes it, so
+// the change is an error naming the node that needs the tensor and the op that changed it.
+TEST(Offload, InPlaceChangeAfterTheSaveIsAnErrorNamingTheOps) {
+  torch::manual_seed(8);
+  torch::nn::Linear lin(16, 16);
+  const at::Tensor x = torch::randn({4, 16});
+  OffloadMeter meter;
+  at::Tensor y =
+      offload([&](const at::Tensor& in) { return torch::relu(lin(in)); }, x, copy_all(meter));
+  y.add_(1);  // relu saved its output: the host copy is of the old values
+  try {
+    y.sum().backward();
+    FAIL() << "backward ran on a stale offloaded tensor";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("modified in place"), std::string::npos) << what;
+    EXPECT_NE(what.find("saved for ReluBackward0 (an output of ReluBackward0)"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("last by AddBackward"), std::string::npos) << what;  // changed it
+    EXPECT_NE(what.find("version 1, saved at version 0"), std::string::npos) << what;
+  }
+}
+
+// The same check for what the meter keeps (issue 26: kept tensors too): without it, a capture
+// made autograd skip its own check and backward used the changed values silently.
+TEST(Offload, InPlaceChangeUnderTheSavedTensorMeterIsAnError) {
+  torch::manual_seed(9);
+  torch::nn::Linear lin(16, 16);
+  const at::Tensor x = torch::randn({4, 16});
+  at::Tensor y;
+  {
+    detail::SavedTensorCapture capture;
+    ASSERT_TRUE(capture.active());
+    y = torch::sigmoid(lin(x));
+  }
+  y.mul_(2);
+  EXPECT_THROW(
+      {
+        try {
+          y.sum().backward();
+        } catch (const std::exception& e) {
+          EXPECT_NE(std::string(e.what()).find("SigmoidBackward0"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      std::exception);
+}
+
+TEST(Offload, NestsWithCheckpointBothWays) {
+  torch::manual_seed(10);
+  auto seq = mlp();
+  seq->train();
+  const at::Tensor x = torch::randn({8, 16});
+  const at::Tensor plain_out = seq->forward(x);
+  plain_out.pow(2).sum().backward();
+  const auto plain = grads_of(*seq);
+
+  // A checkpoint inside an offloaded unit: its saved inputs go to the host.
+  zero_grads(*seq);
+  OffloadMeter outer;
+  at::Tensor out =
+      offload([&](const at::Tensor& in) { return checkpoint(seq, in); }, x, copy_all(outer));
+  EXPECT_TRUE(torch::equal(out, plain_out));
+  out.pow(2).sum().backward();
+  expect_bitwise_equal(plain, grads_of(*seq));
+  EXPECT_EQ(outer.summary().offloaded_tensors, 1);  // the checkpoint keeps its input only
+
+  // An offloaded unit inside a checkpoint: it offloads in the recompute, in backward.
+  zero_grads(*seq);
+  OffloadMeter inner;
+  out = checkpoint(
+      [&](const at::Tensor& in) {
+        return offload([&](const at::Tensor& t) { return seq->forward(t); }, in, copy_all(inner));
+      },
+      x, CheckpointOptions().module(seq));
+  out.pow(2).sum().backward();
+  expect_bitwise_equal(plain, grads_of(*seq));
+  EXPECT_GT(inner.summary().offloaded_tensors, 0);
+}
+
+// No device to offload from: the tensors are kept, the training goes on, and the session's
+// warnings say why once.
+TEST(Offload, OnTheCpuTheTensorsAreKeptAndAWarningSaysWhy) {
+  std::vector<std::string> said;
+  const auto dir = std::filesystem::temp_directory_path() / "fathom-offload-test";
+  Session session(Options()
+                      .mode(Mode::Observe)
+                      .print_report(false)
+                      .report_dir(dir.string())
+                      .warnings([&](std::string_view m) {
+                        if (m.find("offload") != std::string_view::npos) said.emplace_back(m);
+                      }));
+  torch::manual_seed(11);
+  auto seq = mlp();
+  const at::Tensor x = torch::randn({8, 16});
+  const at::Tensor plain_out = seq->forward(x);
+  plain_out.pow(2).sum().backward();
+  const auto plain = grads_of(*seq);
+  zero_grads(*seq);
+
+  OffloadMeter meter;
+  const at::Tensor out = offload([&](const at::Tensor& in) { return seq->forward(in); }, x,
+                                 OffloadOptions().min_bytes(0).meter(meter).name("mlp"));
+  out.pow(2).sum().backward();
+  expect_bitwise_equal(plain, grads_of(*seq));
+  const OffloadSummary s = meter.summary();
+  EXPECT_EQ(s.offloaded_tensors, 0);
+  EXPECT_GT(s.kept_tensors, 0);
+  EXPECT_NE(s.fallback.find("on the CPU"), std::string::npos) << s.fallback;
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("fathom::offload (mlp)"), std::string::npos) << said[0];
+  EXPECT_NE(said[0].find("kept as autograd keeps them"), std::string::npos) << said[0];
+}
+
+TEST(Offload, BadInputIsAnErrorThatSaysWhatToDo) {
+  const at::Tensor x = torch::randn({2, 2});
+  EXPECT_THROW(offload([](const at::Tensor& t) { return t * 2; }, at::Tensor()), Error);
+  try {
+    offload([](const at::Tensor& t) { return t * 2; }, x, OffloadOptions().min_bytes(-1));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("min_bytes is -1"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fathom
