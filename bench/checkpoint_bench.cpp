@@ -138,7 +138,7 @@ std::vector<fathom::ChainBlock> measure(Model& m) {
 
 // One row: how the Sequential's items are checkpointed.
 struct Strategy {
-  std::string name;   // none, sqrt(n), block, selective (h26off: offload; then joint)
+  std::string name;   // none, sqrt(n), block, selective (offload: bench_offload; joint: to come)
   double budget = 0;  // the share of the unchecked peak it was planned for; 0: none
   std::string label;  // as printed
   std::vector<fathom::CheckpointSegment> segments;  // of the Sequential's items
@@ -341,7 +341,7 @@ void bench_model(Model& m, int repeats, bench::CpuPeakAllocator& alloc,
   }
   const Outcome none = evaluate(m, rows[0], repeats, alloc);
   for (Strategy& s : selective_rows(m, chain, none.peak, alloc)) rows.push_back(std::move(s));
-  // --- offload rows (h26off): saved tensors to pinned host memory, at the same budgets ---
+  // --- offload rows: bench_offload, after this table (they measure resident saved bytes) ---
   // --- joint rows (keep / recompute / offload per tensor, activation_plan.h) once both exist ---
 
   std::printf("  %-18s %4s %11s %6s %11s %13s %9s %9s %9s %6s\n", "strategy", "segs", "peak",

@@ -361,7 +361,10 @@ TEST_F(CoexistenceTest, ManyProfileCyclesDoNotAccumulateFathomsBuffers) {
     if (cycle == 3) at_cycle_4 = held();
   }
   RecordProperty("held_growth_bytes", std::to_string(held() - at_cycle_4));
-  EXPECT_GE(unknown, kCycles) << "each takeover handed the profiler a buffer of fathom's";
+  // The scenario, not the property: a takeover hands the profiler fathom's buffer unless the
+  // stand-in's buffer thread delivered it to fathom just before (a loaded machine: 36-39 of 40
+  // seen). Half the cycles leak ~20 MiB on code that never frees them, past the bound below.
+  EXPECT_GE(unknown, kCycles / 2) << "most takeovers handed the profiler a buffer of fathom's";
   EXPECT_LT(held() - at_cycle_4, std::int64_t{8} << 20)
       << "fathom's buffers that went to the profiler were never freed";
   EXPECT_TRUE(mentions(c->not_measured(), "fathom freed them")) << all_notes(c->not_measured());
