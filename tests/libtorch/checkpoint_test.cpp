@@ -8,29 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "gradient_compare.h"
+
 namespace fathom {
 namespace {
 
-// Every parameter's gradient, cloned, in a fixed order.
-std::vector<at::Tensor> grads_of(const torch::nn::Module& m) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : m.parameters())
-    out.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
-  return out;
-}
-
-void zero_grads(torch::nn::Module& m) {
-  for (auto& p : m.parameters()) p.mutable_grad() = at::Tensor();
-}
-
-void expect_bitwise_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(a[i].defined()) << "gradient " << i << " missing in the plain run";
-    ASSERT_TRUE(b[i].defined()) << "gradient " << i << " missing in the checkpointed run";
-    EXPECT_TRUE(torch::equal(a[i], b[i])) << "gradient " << i << " differs";
-  }
-}
+using test::expect_bitwise_equal;
+using test::grads_of;
+using test::zero_grads;
 
 torch::nn::Sequential mlp_with_dropout() {
   torch::manual_seed(1);

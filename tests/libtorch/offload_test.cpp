@@ -12,30 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "gradient_compare.h"
 #include "measure/saved_tensor_meter.h"
 
 namespace fathom {
 namespace {
 
-std::vector<at::Tensor> grads_of(const torch::nn::Module& m) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : m.parameters())
-    out.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
-  return out;
-}
-
-void zero_grads(torch::nn::Module& m) {
-  for (auto& p : m.parameters()) p.mutable_grad() = at::Tensor();
-}
-
-void expect_bitwise_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(a[i].defined()) << "gradient " << i << " missing in the plain run";
-    ASSERT_TRUE(b[i].defined()) << "gradient " << i << " missing in the offloaded run";
-    EXPECT_TRUE(torch::equal(a[i], b[i])) << "gradient " << i << " differs";
-  }
-}
+using test::expect_bitwise_equal;
+using test::grads_of;
+using test::zero_grads;
 
 OffloadOptions copy_all(const OffloadMeter& meter) {
   return OffloadOptions().cpu_copy(true).min_bytes(0).meter(meter);
@@ -86,7 +71,7 @@ void expect_offload_matches_plain(torch::nn::Sequential seq, const at::Tensor& x
   const at::Tensor out = run_chain(seq, x, &meter);
   EXPECT_TRUE(torch::equal(out, plain_out));
   out.pow(2).sum().backward();
-  expect_bitwise_equal(plain, grads_of(*seq));
+  expect_bitwise_equal(plain, grads_of(*seq), "offloaded");
 
   const OffloadSummary s = meter.summary();
   EXPECT_EQ(s.calls, static_cast<std::int64_t>(seq->size()));
@@ -227,7 +212,7 @@ TEST(Offload, NestsWithCheckpointBothWays) {
       offload([&](const at::Tensor& in) { return checkpoint(seq, in); }, x, copy_all(outer));
   EXPECT_TRUE(torch::equal(out, plain_out));
   out.pow(2).sum().backward();
-  expect_bitwise_equal(plain, grads_of(*seq));
+  expect_bitwise_equal(plain, grads_of(*seq), "offloaded");
   EXPECT_EQ(outer.summary().offloaded_tensors, 1);  // the checkpoint keeps its input only
 
   // An offloaded unit inside a checkpoint: it offloads in the recompute, in backward.
@@ -239,7 +224,7 @@ TEST(Offload, NestsWithCheckpointBothWays) {
       },
       x, CheckpointOptions().module(seq));
   out.pow(2).sum().backward();
-  expect_bitwise_equal(plain, grads_of(*seq));
+  expect_bitwise_equal(plain, grads_of(*seq), "offloaded");
   EXPECT_GT(inner.summary().offloaded_tensors, 0);
 }
 
@@ -267,7 +252,7 @@ TEST(Offload, OnTheCpuTheTensorsAreKeptAndAWarningSaysWhy) {
   const at::Tensor out = offload([&](const at::Tensor& in) { return seq->forward(in); }, x,
                                  OffloadOptions().min_bytes(0).meter(meter).name("mlp"));
   out.pow(2).sum().backward();
-  expect_bitwise_equal(plain, grads_of(*seq));
+  expect_bitwise_equal(plain, grads_of(*seq), "offloaded");
   const OffloadSummary s = meter.summary();
   EXPECT_EQ(s.offloaded_tensors, 0);
   EXPECT_GT(s.kept_tensors, 0);

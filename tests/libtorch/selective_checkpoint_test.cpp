@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gradient_compare.h"
 #include "measure/op_flop_callback.h"
 
 namespace {
@@ -65,24 +66,9 @@ at::Tensor counted_mm(const at::Tensor& a, const at::Tensor& b) {
 namespace fathom {
 namespace {
 
-std::vector<at::Tensor> grads_of(const torch::nn::Module& m) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : m.parameters())
-    out.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
-  return out;
-}
-
-void zero_grads(torch::nn::Module& m) {
-  for (auto& p : m.parameters()) p.mutable_grad() = at::Tensor();
-}
-
-void expect_bitwise_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(a[i].defined() && b[i].defined()) << "gradient " << i << " missing";
-    EXPECT_TRUE(torch::equal(a[i], b[i])) << "gradient " << i << " differs";
-  }
-}
+using test::expect_bitwise_equal;
+using test::grads_of;
+using test::zero_grads;
 
 std::string error_of(const std::function<void()>& f) {
   try {
