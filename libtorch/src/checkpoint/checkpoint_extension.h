@@ -184,6 +184,9 @@ class CheckpointExtension final : public SessionExtension {
   // The chain's measured blocks, as the planner reads them; fused: views and in-place blocks
   // merged.
   std::vector<ChainBlock> chain_blocks(const Chain& c) const;
+  // The units both planners plan: registered blocks one by one, as the loop calls them; a
+  // Sequential's views and in-place items merged into the item before them.
+  FusedChain fused_chain(const Chain& c) const;
   // A chain's plans under one budget: the block plan, and the joint one where every block's op
   // groups were measured (its applied segments then are what Auto runs, and block is their report).
   struct ChainPlan {

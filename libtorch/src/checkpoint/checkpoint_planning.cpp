@@ -72,19 +72,19 @@ std::string CheckpointExtension::plan_code(const Chain& c,
   return code;
 }
 
+FusedChain CheckpointExtension::fused_chain(const Chain& c) const {
+  std::vector<ChainBlock> blocks = chain_blocks(c);
+  if (!c.registered) return fuse_aliasing_blocks(blocks);
+  FusedChain fused;
+  for (int i = 0; i < static_cast<int>(blocks.size()); ++i) fused.groups.push_back({i});
+  fused.blocks = std::move(blocks);
+  return fused;
+}
+
 CheckpointPlanReport CheckpointExtension::plan_chain(const Chain& c, std::int64_t activation_budget,
                                                      const std::string& budget_text,
                                                      bool apply) const {
-  const std::vector<ChainBlock> blocks = chain_blocks(c);
-  // Registered blocks are checkpointed one by one, as the loop calls them; a Sequential's views
-  // and in-place items merge into the item before them.
-  FusedChain fused;
-  if (c.registered) {
-    fused.blocks = blocks;
-    for (int i = 0; i < static_cast<int>(blocks.size()); ++i) fused.groups.push_back({i});
-  } else {
-    fused = fuse_aliasing_blocks(blocks);
-  }
+  const FusedChain fused = fused_chain(c);
   const int max_segment = c.registered ? 1 : 0;
   CheckpointPlan plan =
       plan_checkpoints(fused.blocks, std::max<std::int64_t>(activation_budget, 0), max_segment);

@@ -37,14 +37,7 @@ double measured_link_bytes_per_second(const TransferResult& transfers) {
 std::optional<ActivationPlanReport> CheckpointExtension::plan_joint(
     const Chain& c, std::int64_t activation_budget, const std::string& budget_text, bool apply,
     CheckpointPlanReport& block) const {
-  const std::vector<ChainBlock> blocks = chain_blocks(c);
-  FusedChain fused;
-  if (c.registered) {
-    fused.blocks = blocks;
-    for (int i = 0; i < static_cast<int>(blocks.size()); ++i) fused.groups.push_back({i});
-  } else {
-    fused = fuse_aliasing_blocks(blocks);
-  }
+  const FusedChain fused = fused_chain(c);
   // A fused unit (a block and the views or in-place items after it) is its items' groups in
   // order; an item's reads of its input are reads of the item before's last group.
   std::vector<ActivationUnit> units;
