@@ -3,11 +3,13 @@
 // read ends with a fathom::Error that says which, instead of growing memory, disk or time.
 #include <fathom/error.h>
 #include <fathom/replay.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
+#include "advise/export_analysis.h"
 #include "nsight_export_builder.h"
 
 namespace fathom {
@@ -108,6 +110,71 @@ TEST(NsightBudget, TemporaryFilesPastTheBudgetAreRefused) {
   std::int64_t kernels = 0;
   read_nsight_export(path, [&](GpuActivity&& b) { kernels += std::ssize(b.kernels); });
   EXPECT_EQ(kernels, 300000) << "the default budget sorts it";
+  std::filesystem::remove(path);
+}
+
+// An export whose kernels ran on `devices` GPUs, a kernel each: `fathom analyze` reads it once
+// for the whole and once a device.
+std::string write_devices(const std::string& name, int devices) {
+  const std::string path = temp_path(name);
+  NsightExportBuilder b(path);
+  for (int d = 0; d < devices; ++d) b.kernel(1000 + 10 * d, 1005 + 10 * d, d, 7, d + 1, 100, "k");
+  return path;
+}
+
+std::string analysis_error_of(const std::string& path, const NsightReadBudget& budget) {
+  try {
+    (void)analyze_nsight_export(path, {}, budget);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The fuzzer's hang (CI, stop 31): a script gave the kernel table thousands of device numbers,
+// and each device's pass had the whole budget again, so the analysis ran for minutes within it.
+TEST(NsightBudget, EveryPassOfAnAnalysisSharesOneBudget) {
+  const std::string path = write_devices("passes.sqlite", 4);
+  NsightExportInfo whole;
+  whole = read_nsight_export(path, [](GpuActivity&&) {});
+  ASSERT_EQ(whole.devices.size(), 4u);
+  ASSERT_GT(whole.spent.rows, 0);
+  // One read's rows, and a few more: the whole export's pass fits, its four device passes do not.
+  NsightReadBudget budget;
+  budget.rows = whole.spent.rows + 2;
+  const std::string e = analysis_error_of(path, budget);
+  EXPECT_NE(e.find(fmt::format("more than {} rows", budget.rows)), std::string::npos) << e;
+  budget.rows = 5 * whole.spent.rows;
+  EXPECT_EQ(analysis_error_of(path, budget), "") << "five reads' rows hold the five passes";
+  std::filesystem::remove(path);
+}
+
+TEST(NsightBudget, ABudgetAlreadySpentIsRefusedBeforeTheRead) {
+  const std::string path = write_devices("spent.sqlite", 1);
+  NsightReadOptions o;
+  o.budget.milliseconds = 1000;
+  o.spent.milliseconds = 1000;
+  try {
+    read_nsight_export(path, [](GpuActivity&&) {}, o);
+    ADD_FAILURE() << "a spent budget was read again";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("took longer than 1 s"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(NsightBudget, AnExportOfHundredsOfDevicesIsAnalyzedDeviceByDeviceUpToTheLimit) {
+  const std::string path = write_devices("many_devices.sqlite", 300);
+  const ExportAnalysis a = analyze_nsight_export(path, {});
+  EXPECT_EQ(a.info.devices.size(), 300u);
+  EXPECT_EQ(a.devices.size(), 128u) << "each device's pass reads the export again";
+  bool said = false;
+  for (const auto& u : a.report.environment.not_measured)
+    said = said || u.why.find("the export names 300 devices") != std::string::npos;
+  EXPECT_TRUE(said) << "the report says which devices have no figures of their own";
+  ASSERT_FALSE(a.report.epochs.empty());
+  ASSERT_TRUE(a.report.epochs.front().gpu.has_value());
+  EXPECT_EQ(a.report.epochs.front().gpu->timeline.kernel_count, 300) << "all count in the whole";
   std::filesystem::remove(path);
 }
 

@@ -33,6 +33,14 @@ bool is_activity_file(const std::string& path);
 GpuActivity read_kineto_trace(const std::string& path);
 GpuActivity parse_kineto_trace(const std::string& text, const std::string& source_name);
 
+// What reads of one analysis have spent of its budget. `fathom analyze` reads a multi-GPU export
+// once for the whole and once a device: the budget covers all the reads together, or a file
+// naming thousands of devices would be read thousands of times, each read within the budget.
+struct NsightBudgetSpent {
+  std::int64_t rows = 0;          // rows stepped
+  std::int64_t milliseconds = 0;  // wall-clock time from the first read's open
+};
+
 // An Nsight Systems SQLite export: its CUPTI kernel, memcpy, memset, synchronization and runtime
 // tables, and its NVTX ranges (fathom's own domain: epochs, steps, phases, ops; PyTorch's
 // emit_nvtx op ranges; other domains are counted, not read). Enum values are decoded through the
@@ -60,6 +68,7 @@ struct NsightExportInfo {
   };
   static constexpr std::size_t kMaxRangeNames = 4096;
   std::vector<RangeName> range_names;
+  NsightBudgetSpent spent;  // of the budget, this read and the earlier ones it was given
 };
 
 // What reading one export may spend, so that a hostile file (a recursive view, a zeroblob, a
@@ -78,6 +87,7 @@ struct NsightReadOptions {
   std::optional<std::int32_t> device;
   std::size_t batch_records = 65536;
   NsightReadBudget budget;
+  NsightBudgetSpent spent;  // by earlier reads of the same analysis: this one gets the rest
 };
 
 // True when the file starts with SQLite's header. Throws fathom::Error when the file cannot be

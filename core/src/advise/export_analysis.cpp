@@ -40,6 +40,9 @@ struct HostTally {
 };
 
 constexpr std::size_t kStepRows = std::size_t{1} << 16;
+// Each device's pass reads the whole export again: the passes multiply the read. A node has up
+// to 8 or 16 GPUs, a rack 72; past this the devices count in the whole export's figures only.
+constexpr std::size_t kMaxDevicePasses = 128;
 
 constexpr std::string_view kKernelsNotMeasured = "GPU kernels";
 
@@ -53,7 +56,8 @@ Unmeasured kernels_not_measured() {
 // union_of: the whole export's pass also takes the unions across devices.
 GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
                     const NsightReadBudget& budget, std::optional<std::int32_t> device,
-                    bool step_rows, HostTally& tally, NsightExportInfo& info,
+                    bool step_rows, NsightBudgetSpent& spent, HostTally& tally,
+                    NsightExportInfo& info,
                     CrossDeviceUnion* union_of = nullptr,
                     std::pair<std::int64_t, std::int64_t>* window = nullptr) {
   AggregatorLimits limits;
@@ -62,6 +66,7 @@ GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
   NsightReadOptions read;
   read.device = device;
   read.budget = budget;
+  read.spent = spent;
   info = read_nsight_export(
       path,
       [&](GpuActivity&& b) {
@@ -70,6 +75,7 @@ GpuSummary run_pass(const std::string& path, const GpuSummaryOptions& options,
         pipeline.add(b);
       },
       read);
+  spent = info.spent;
   const GpuAggregate a = pipeline.aggregate();
   if (window) *window = {a.window_begin_ns, a.window_end_ns};
   GpuSummary g = summarize_gpu(a, options);
@@ -134,8 +140,10 @@ ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOp
   NsightExportInfo info;
   CrossDeviceUnion unions;
   std::pair<std::int64_t, std::int64_t> window;
-  const GpuSummary whole =
-      run_pass(path, options, budget, std::nullopt, true, all_tally, info, &unions, &window);
+  // One budget for every pass: a file naming thousands of devices is not read thousands of times.
+  NsightBudgetSpent spent;
+  const GpuSummary whole = run_pass(path, options, budget, std::nullopt, true, spent, all_tally,
+                                    info, &unions, &window);
   a.info = info;
   const bool several = a.info.devices.size() > 1;
   GpuSummary gpu = whole;
@@ -146,18 +154,26 @@ ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOp
     // each device's pass has its own.
     gpu.steps.clear();
     gpu.steps_not_listed = 0;
-    for (std::size_t i = 0; i < a.info.devices.size(); ++i) {
+    const std::size_t passes = std::min(a.info.devices.size(), kMaxDevicePasses);
+    for (std::size_t i = 0; i < passes; ++i) {
       HostTally t;
       NsightExportInfo ignored;
       DeviceAnalysis d;
       d.device = a.info.devices[i];
-      d.gpu = run_pass(path, options, budget, d.device, true, t, ignored);
+      d.gpu = run_pass(path, options, budget, d.device, true, spent, t, ignored);
       if (i == 0) epoch_tally = t;  // the epoch's steps: the first device's processes
       a.devices.push_back(std::move(d));
     }
   }
   a.report.run_name = std::filesystem::path(path).stem().string();
   a.report.environment = environment_of(a, gpu);
+  if (a.info.devices.size() > kMaxDevicePasses)
+    a.report.environment.not_measured.push_back(
+        {"each device's own figures past the first " + std::to_string(kMaxDevicePasses),
+         fmt::format("the export names {} devices; fathom analyzes the first {} one by one (each "
+                     "reads the export again) and counts all of them in the whole export's "
+                     "figures; export one process or node at a time to see the others",
+                     a.info.devices.size(), kMaxDevicePasses)});
   EpochSummary e = epoch_of(epoch_tally, gpu);
   e.findings = advise(e, a.report.environment, a.report.environment.not_measured);
   a.report.epochs.push_back(std::move(e));

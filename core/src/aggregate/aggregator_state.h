@@ -15,6 +15,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "aggregate/gpu_aggregator.h"
@@ -136,6 +137,7 @@ struct GpuAggregator::Impl {
   AggregatorLimits limits;
 
   std::vector<DeviceProperties> devices;
+  std::unordered_set<std::int32_t> device_ids;  // of devices: a hostile trace may name thousands
   NameIndex kernel_index;    // by the name the rows show (normalize_kernel_name())
   NameIndex source_names;    // the sources' texts the normalizer changed (mangled), to their rows
   NameKeyCache kernel_keys;  // by KernelRecord::name_key, checked against the source's text

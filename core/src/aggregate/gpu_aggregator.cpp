@@ -22,9 +22,9 @@ GpuAggregator& GpuAggregator::operator=(GpuAggregator&&) noexcept = default;
 
 void GpuAggregator::add(const DeviceProperties& r) noexcept {
   impl_->guarded([&] {
-    auto& d = impl_->devices;
-    if (std::none_of(d.begin(), d.end(), [&](const DeviceProperties& x) { return x.id == r.id; }))
-      d.push_back(r);
+    if (impl_->device_ids.count(r.id)) return;
+    impl_->devices.push_back(r);
+    impl_->device_ids.insert(r.id);
   });
 }
 void GpuAggregator::add(const KernelRecord& r) noexcept {

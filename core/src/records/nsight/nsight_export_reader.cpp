@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "records/activity_batches.h"
@@ -67,7 +68,7 @@ class Reader {
  public:
   Reader(const std::string& path, const std::function<void(GpuActivity&&)>& sink,
          const NsightReadOptions& options)
-      : db_(path, options.budget), sink_(sink), options_(options) {}
+      : db_(path, options.budget, options.spent), sink_(sink), options_(options) {}
 
   NsightExportInfo run() {
     check_is_export();
@@ -81,6 +82,7 @@ class Reader {
     flush();
     finish_info();
     finish_range_names();
+    info_.spent = db_.spent();
     return std::move(info_);
   }
 
@@ -181,13 +183,13 @@ class Reader {
             c.has("totalMemory") ? "g.totalMemory" : "NULL");
     }
     SqliteQuery q(db_, sql);
+    std::unordered_set<std::int32_t> device_ids;
     while (q.step()) {
       DeviceProperties p;
       p.id = static_cast<std::int32_t>(q.integer(0));
       if (options_.device && p.id != *options_.device) continue;
-      if (std::any_of(batch_.devices.begin(), batch_.devices.end(),
-                      [&](const DeviceProperties& d) { return d.id == p.id; }))
-        continue;
+      // A set, not a scan of the list: a hostile table may name tens of thousands of GPUs.
+      if (!device_ids.insert(p.id).second) continue;
       p.name = std::string(q.text(1));
       p.compute_major = static_cast<int>(q.integer(2));
       p.compute_minor = static_cast<int>(q.integer(3));

@@ -170,8 +170,18 @@ int SqliteDb::on_progress(void* p) noexcept {
   return 1;  // SQLite stops the statement with SQLITE_INTERRUPT
 }
 
-SqliteDb::SqliteDb(const std::string& path, const NsightReadBudget& budget)
-    : path_(path), budget_(budget) {
+SqliteDb::SqliteDb(const std::string& path, const NsightReadBudget& budget,
+                   const NsightBudgetSpent& spent)
+    : path_(path),
+      budget_(budget),
+      rows_(spent.rows),
+      earlier_milliseconds_(spent.milliseconds),
+      opened_(std::chrono::steady_clock::now()) {
+  if (spent.milliseconds >= budget.milliseconds) out_of_time("opening it again");
+  if (spent.rows > budget.rows) {
+    rows_ = budget.rows;
+    count_row();
+  }
   // SQLite's own open of a FIFO waits for a writer, forever: a regular file only.
   {
     std::string why;
@@ -208,8 +218,8 @@ SqliteDb::SqliteDb(const std::string& path, const NsightReadBudget& budget)
   sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, std::max<std::int32_t>(1024, budget.value_bytes));
   sqlite3_db_config(db_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-  deadline_ = std::chrono::steady_clock::now() +
-              std::chrono::milliseconds(std::max<std::int64_t>(0, budget.milliseconds));
+  deadline_ = opened_ + std::chrono::milliseconds(std::max<std::int64_t>(
+                            0, budget.milliseconds - earlier_milliseconds_));
   sqlite3_progress_handler(db_, 4096, &SqliteDb::on_progress, this);
   // Sorting a table of millions of rows spills to temporary files instead of growing memory.
   sqlite3_exec(db_, "PRAGMA temp_store=FILE; PRAGMA cache_size=-8192;", nullptr, nullptr, nullptr);
@@ -240,12 +250,21 @@ void SqliteDb::count_row() const {
                   path_, budget_.rows, budget_hint()));
 }
 
+NsightBudgetSpent SqliteDb::spent() const noexcept {
+  const auto here = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - opened_);
+  return {rows_, earlier_milliseconds_ + here.count()};
+}
+
+void SqliteDb::out_of_time(std::string_view doing) const {
+  throw Error(
+      fmt::format("cannot read {} ({}): it took longer than {} s, the budget for one "
+                  "export; {}",
+                  path_, doing, budget_.milliseconds / 1000.0, budget_hint()));
+}
+
 void SqliteDb::fail(std::string_view doing) const {
-  if (out_of_time_)
-    throw Error(
-        fmt::format("cannot read {} ({}): it took longer than {} s, the budget for one "
-                    "export; {}",
-                    path_, doing, budget_.milliseconds / 1000.0, budget_hint()));
+  if (out_of_time_) out_of_time(doing);
   if (vfs_ && vfs_->exceeded)
     throw Error(
         fmt::format("cannot read {} ({}): sorting it needs more than {} MiB of temporary "
@@ -332,8 +351,11 @@ struct SqliteDb::TempVfs {};
 int SqliteDb::on_progress(void*) noexcept { return 0; }
 void SqliteDb::close() noexcept {}
 void SqliteDb::count_row() const {}
+NsightBudgetSpent SqliteDb::spent() const noexcept { return {}; }
+void SqliteDb::out_of_time(std::string_view doing) const { fail(doing); }
 
-SqliteDb::SqliteDb(const std::string& path, const NsightReadBudget& budget)
+SqliteDb::SqliteDb(const std::string& path, const NsightReadBudget& budget,
+                   const NsightBudgetSpent&)
     : path_(path), budget_(budget) {
   throw Error(fmt::format(
       "cannot read {}: this fathom was built without libsqlite3, so it cannot read Nsight "

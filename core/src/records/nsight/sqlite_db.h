@@ -27,7 +27,10 @@ class SqliteDb {
  public:
   // Opens read-only; never creates the file. Throws fathom::Error when it cannot be opened or
   // is not a SQLite database.
-  explicit SqliteDb(const std::string& path, const NsightReadBudget& budget = {});
+  // spent: what earlier reads of the same analysis took of the budget; this read gets the rest,
+  // and a budget already spent is refused before the file is opened.
+  explicit SqliteDb(const std::string& path, const NsightReadBudget& budget = {},
+                    const NsightBudgetSpent& spent = {});
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
@@ -43,6 +46,8 @@ class SqliteDb {
   [[noreturn]] void fail(std::string_view doing) const;
   // Counts one row against the budget; throws fathom::Error past it.
   void count_row() const;
+  // The budget spent so far: the earlier reads' and this one's.
+  NsightBudgetSpent spent() const noexcept;
 
   struct TempVfs;  // sqlite_db.cpp
 
@@ -54,9 +59,11 @@ class SqliteDb {
   sqlite3* db_ = nullptr;
   std::unique_ptr<TempVfs> vfs_;
   mutable std::int64_t rows_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
+  std::int64_t earlier_milliseconds_ = 0;
+  std::chrono::steady_clock::time_point opened_, deadline_;
   bool out_of_time_ = false;
   static int on_progress(void* self) noexcept;  // SQLite's progress handler
+  [[noreturn]] void out_of_time(std::string_view doing) const;
 };
 
 // One prepared query, stepped row by row: memory stays one row, whatever the table's size.
