@@ -165,6 +165,7 @@ ExportAnalysis analyze_nsight_export(const std::string& path, const GpuSummaryOp
       a.devices.push_back(std::move(d));
     }
   }
+  a.info.spent = spent;  // every pass's, not only the whole export's
   a.report.run_name = std::filesystem::path(path).stem().string();
   a.report.environment = environment_of(a, gpu);
   if (a.info.devices.size() > kMaxDevicePasses)
