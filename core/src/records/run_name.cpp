@@ -27,17 +27,6 @@ std::string lock_path(const std::string& folder, const std::string& name) {
 
 constexpr int kRandomNameAttempts = 8;
 
-// 32 random bits as 8 hex digits: a name suffix no other run picks by counting.
-std::string random_hex() {
-  std::uint32_t bits = 0;
-  if (::getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits)) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    bits = static_cast<std::uint32_t>(ts.tv_nsec) ^ (static_cast<std::uint32_t>(::getpid()) << 12);
-  }
-  return fmt::format("{:08x}", bits);
-}
-
 long pid_in(int fd) noexcept {
   char text[32] = {};
   const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
@@ -45,6 +34,17 @@ long pid_in(int fd) noexcept {
 }
 
 }  // namespace
+
+// 32 random bits: a name suffix no other run picks by counting.
+std::uint32_t system_random_bits() noexcept {
+  std::uint32_t bits = 0;
+  if (::getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits)) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    bits = static_cast<std::uint32_t>(ts.tv_nsec) ^ (static_cast<std::uint32_t>(::getpid()) << 12);
+  }
+  return bits;
+}
 
 void check_run_name(std::string_view name, std::string_view source) {
   std::string why;
@@ -65,7 +65,8 @@ void check_run_name(std::string_view name, std::string_view source) {
                           why, kAccepted));
 }
 
-RunNameLock::RunNameLock(const std::string& folder, const std::string& base) noexcept
+RunNameLock::RunNameLock(const std::string& folder, const std::string& base,
+                         RandomBits random_bits) noexcept
     : folder_(folder), name_(base) {
   try {
     // base, base-2 ... base-100, then a name nobody can hold yet: a sweep of more workers than
@@ -73,7 +74,7 @@ RunNameLock::RunNameLock(const std::string& folder, const std::string& base) noe
     for (int n = 1; n <= 100 + kRandomNameAttempts; ++n) {
       const std::string name = n == 1     ? base
                                : n <= 100 ? fmt::format("{}-{}", base, n)
-                                          : fmt::format("{}-{}", base, random_hex());
+                                          : fmt::format("{}-{:08x}", base, random_bits());
       const Claim c = try_lock(name);
       if (c == Claim::Taken) continue;
       // Unavailable: no lock can be made here (a read-only folder); the run goes on unlocked.
