@@ -27,7 +27,8 @@ std::uint32_t system_random_bits() noexcept;
 class RunNameLock {
  public:
   // Claims base, or base-2, base-3, ... base-100 when live runs hold them, then base-<8 random
-  // hex digits>. Never throws: a folder where no lock can be made is left unlocked (held()
+  // hex digits>; should those be held too, a name with the clock in it, and a warning: never a
+  // live run's name. Never throws: a folder where no lock can be made is left unlocked (held()
   // false), as before there were locks. A lock file is written (its pid) only when it is a plain
   // file of this user with no other name: a hard link planted at the name makes it taken.
   RunNameLock(const std::string& folder, const std::string& base,
