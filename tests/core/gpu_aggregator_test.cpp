@@ -366,6 +366,48 @@ TEST(GpuAggregator, NoGpuActivityIsSaid) {
   EXPECT_TRUE(a.timelines.empty());
 }
 
+// Issue 25: a hostile trace names tens of thousands of devices, and each record looked its device
+// up by a scan of them all (its properties per kernel, its lane and timeline per sweep, a step's
+// busy time per interval): quadratic, minutes for 50,000 devices. The lookups' work is counted,
+// not timed: a few entries per record, whatever the number of devices.
+TEST(GpuAggregator, FiftyThousandDevicesAggregateInWorkLinearInTheRecords) {
+  constexpr int kDevices = 50'000;
+  GpuActivity a;
+  AnnotationRecord& step = a.annotations.emplace_back();
+  step.name = "ProfilerStep#1";
+  step.role = AnnotationRole::Step;
+  step.start_ns = 0;
+  step.end_ns = 100 * kDevices;
+  // Falling device ids: a table kept sorted by device moved every entry for each new one.
+  for (int d = kDevices - 1; d >= 0; --d) {
+    DeviceProperties& p = a.devices.emplace_back();
+    p.id = d;
+    p.compute_major = 9;
+    for (int k = 0; k < 2; ++k) {
+      KernelRecord& r = a.kernels.emplace_back();
+      r.name = test::kXmmaBf16;
+      r.device = d;
+      r.start_ns = 10 * d + 5 * k;
+      r.end_ns = r.start_ns + 4;
+    }
+  }
+  AggregatorLimits limits;
+  limits.step_rows = 1;
+  limits.window_records = kDevices / 2;  // several sweeps, each meeting every device again
+  GpuAggregator agg(limits);
+  agg.add(a);
+  const GpuAggregate g = agg.snapshot();
+  ASSERT_EQ(g.timelines.size(), std::size_t{kDevices});
+  EXPECT_EQ(g.timelines.front().device, 0);
+  EXPECT_EQ(g.timelines.back().kernel_ns, 8);
+  ASSERT_EQ(g.step_rows.size(), 1u);
+  EXPECT_EQ(g.step_rows[0].busy_ns, std::int64_t{8} * kDevices);
+  EXPECT_EQ(g.kernels.size(), 1u);
+  EXPECT_TRUE(g.kernels[0].kind.tensor_core);
+  const std::int64_t records = 3 * kDevices;  // properties and two kernels a device
+  EXPECT_LT(agg.device_lookup_steps(), 8 * records) << "device lookups scan the devices";
+}
+
 }  // namespace
 }  // namespace fathom
 

@@ -7,15 +7,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "records/file_system.h"
 #include "records/run_name.h"
+#include "records/warning_sink.h"
 #include "scoped_env.h"
 
 namespace fathom {
@@ -144,6 +147,36 @@ TEST_F(RunNameLockTest, AHardLinkAtTheLockNameIsNeverWritten) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "precious");
   EXPECT_TRUE(fs::exists(dir_ + "/.cnn.lock")) << "the planted name is not fathom's to remove";
+}
+
+// A random source that repeats itself: its one name is taken after the first run that draws it,
+// which a working source never comes to, but a hostile folder can plant.
+std::uint32_t always_the_same_bits() noexcept { return 0x0badf00d; }
+
+// Issue 25: when the random names were taken too, the run fell through to `cnn`, unlocked and
+// silent, and wrote the live first run's journal and report. It takes a name nobody holds, and
+// says why its name is not the one asked for.
+TEST_F(RunNameLockTest, WhenEveryRandomNameIsTakenTooARunTakesAFreeOneAndSaysSo) {
+  std::vector<std::unique_ptr<detail::RunNameLock>> held;
+  std::set<std::string> names;
+  for (int i = 0; i < 101; ++i) {
+    held.push_back(std::make_unique<detail::RunNameLock>(dir_, "cnn", always_the_same_bits));
+    ASSERT_TRUE(held.back()->held()) << i;
+    names.insert(held.back()->name());
+  }
+  ASSERT_EQ(held[100]->name(), "cnn-0badf00d");
+  std::vector<std::string> said;
+  detail::WarningRedirect capture([&](std::string_view m) { said.emplace_back(m); });
+  detail::RunNameLock late(dir_, "cnn", always_the_same_bits);
+  EXPECT_TRUE(late.held());
+  EXPECT_EQ(names.count(late.name()), 0u) << "shared a live run's name: " << late.name();
+  EXPECT_EQ(late.name().rfind("cnn-", 0), 0u) << late.name();
+  EXPECT_LE(late.name().size(), std::string("cnn-").size() + 8) << late.name();
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("run name 'cnn': it, cnn-2 to cnn-100 and 8 random names are held"),
+            std::string::npos)
+      << said[0];
+  EXPECT_NE(said[0].find("this run takes '" + late.name() + "'"), std::string::npos) << said[0];
 }
 
 TEST_F(RunNameLockTest, AFolderWithoutLocksLeavesTheNameAsItIs) {

@@ -63,7 +63,7 @@ GpuAggregate GpuAggregator::Impl::snapshot() {
   }
   a.step_rows = step_rows;
   for (std::size_t i = 0; i < a.step_rows.size(); ++i)
-    for (const auto& [device, u] : step_busy[i]) a.step_rows[i].busy_ns += u.total();
+    for (const auto& [device, u] : step_busy[i].devices) a.step_rows[i].busy_ns += u.total();
   std::sort(a.step_rows.begin(), a.step_rows.end(),
             [](const StepGpuStats& x, const StepGpuStats& y) { return x.start_ns < y.start_ns; });
   a.folded_steps = folded_steps;

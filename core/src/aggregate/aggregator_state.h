@@ -15,9 +15,10 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include "aggregate/device_index.h"
 #include "aggregate/gpu_aggregator.h"
 #include "aggregate/held_window.h"
 #include "aggregate/id_map.h"
@@ -79,12 +80,6 @@ struct StepWindow {
   std::uint32_t row = 0;
 };
 
-// A step row's busy time on one device: the union of the GPU intervals clipped to its window.
-struct StepBusy {
-  std::uint32_t row = 0;
-  std::int32_t device = 0;
-};
-
 struct HostSpan {
   std::int64_t start = 0;
   std::int64_t end = 0;
@@ -114,6 +109,12 @@ struct Union {
   std::int64_t total() const noexcept { return closed + (open ? seg_end - seg_start : 0); }
 };
 
+// A step row's busy time per device: the union of the GPU intervals clipped to its window.
+struct StepBusy {
+  std::vector<std::pair<std::int32_t, Union>> devices;
+  DeviceIndex index;  // of devices
+};
+
 struct DeviceState {
   std::int32_t device = 0;
   Union busy, kernel, compute, communication, memcpy, kernel_or_memcpy;
@@ -137,7 +138,7 @@ struct GpuAggregator::Impl {
   AggregatorLimits limits;
 
   std::vector<DeviceProperties> devices;
-  std::unordered_set<std::int32_t> device_ids;  // of devices: a hostile trace may name thousands
+  DeviceIndex device_index;  // of devices: a hostile trace may name thousands
   NameIndex kernel_index;    // by the name the rows show (normalize_kernel_name())
   NameIndex source_names;    // the sources' texts the normalizer changed (mangled), to their rows
   NameKeyCache kernel_keys;  // by KernelRecord::name_key, checked against the source's text
@@ -155,9 +156,10 @@ struct GpuAggregator::Impl {
   std::string op_key;  // add_op's key, built here to keep its memory from one op to the next
   std::array<PhaseGpuStats, kPhaseBuckets> phases{};
   std::vector<DeviceState> timelines;
+  DeviceIndex timeline_index;  // of timelines
   std::vector<StepGpuStats> step_rows;
-  std::vector<StepWindow> step_windows;                                // sorted by start
-  std::vector<std::vector<std::pair<std::int32_t, Union>>> step_busy;  // per row: per device
+  std::vector<StepWindow> step_windows;  // sorted by start
+  std::vector<StepBusy> step_busy;       // per row
   std::int64_t folded_steps = 0;
 
   std::int64_t records = 0, dropped = 0, late = 0, folded_names = 0, folded_ops = 0;
@@ -220,9 +222,10 @@ struct GpuAggregator::Impl {
 
   // The device's compute capability, where a DeviceProperties record named it.
   ComputeCapability capability(std::int32_t device) const noexcept {
-    for (const DeviceProperties& d : devices)
-      if (d.id == device) return {d.compute_major, d.compute_minor};
-    return {};
+    const std::size_t at =
+        device_index.find(devices, device, [](const DeviceProperties& d) { return d.id; });
+    if (at == DeviceIndex::npos) return {};
+    return {devices[at].compute_major, devices[at].compute_minor};
   }
 
   // One class per name, with the capability of the device it was first seen on (a process with

@@ -42,14 +42,20 @@ void GpuAggregator::Impl::add_step_busy(std::int32_t device, std::int64_t s, std
   for (; it != step_windows.end() && it->start < e; ++it) {
     const std::int64_t a = std::max(s, it->start), b = std::min(e, it->end);
     if (b <= a) continue;
-    auto& per_device = step_busy[it->row];
-    auto d = std::find_if(per_device.begin(), per_device.end(),
-                          [&](const auto& p) { return p.first == device; });
-    if (d == per_device.end()) {
-      per_device.emplace_back(device, Union{});
-      d = per_device.end() - 1;
+    StepBusy& busy = step_busy[it->row];
+    const auto device_of = [](const std::pair<std::int32_t, Union>& p) { return p.first; };
+    std::size_t at = busy.index.find(busy.devices, device, device_of);
+    if (at == DeviceIndex::npos) {
+      busy.devices.emplace_back(device, Union{});
+      try {
+        busy.index.appended(busy.devices, device_of);
+      } catch (...) {
+        busy.devices.pop_back();
+        throw;
+      }
+      at = busy.devices.size() - 1;
     }
-    d->second.add(a, b);
+    busy.devices[at].second.add(a, b);
   }
 }
 

@@ -189,11 +189,16 @@ void GpuAggregator::Impl::attribute_gap(IdleStats& idle, const Lookup& l, std::i
 }
 
 DeviceState& GpuAggregator::Impl::device_state(std::int32_t device) {
-  for (DeviceState& t : timelines)
-    if (t.device == device) return t;
-  DeviceState d;
-  d.device = device;
-  timelines.push_back(d);
+  const auto device_of = [](const DeviceState& t) { return t.device; };
+  const std::size_t at = timeline_index.find(timelines, device, device_of);
+  if (at != DeviceIndex::npos) return timelines[at];
+  timelines.emplace_back().device = device;
+  try {
+    timeline_index.appended(timelines, device_of);
+  } catch (...) {
+    timelines.pop_back();
+    throw;
+  }
   return timelines.back();
 }
 

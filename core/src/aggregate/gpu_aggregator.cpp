@@ -22,9 +22,15 @@ GpuAggregator& GpuAggregator::operator=(GpuAggregator&&) noexcept = default;
 
 void GpuAggregator::add(const DeviceProperties& r) noexcept {
   impl_->guarded([&] {
-    if (impl_->device_ids.count(r.id)) return;
+    const auto id_of = [](const DeviceProperties& d) { return d.id; };
+    if (impl_->device_index.find(impl_->devices, r.id, id_of) != DeviceIndex::npos) return;
     impl_->devices.push_back(r);
-    impl_->device_ids.insert(r.id);
+    try {
+      impl_->device_index.appended(impl_->devices, id_of);
+    } catch (...) {
+      impl_->devices.pop_back();
+      throw;
+    }
   });
 }
 void GpuAggregator::add(const KernelRecord& r) noexcept {
@@ -105,6 +111,13 @@ GpuAggregate GpuAggregator::snapshot() { return impl_->snapshot(); }
 
 std::size_t GpuAggregator::held_records() const noexcept {
   return impl_->held.size() + impl_->host_held();
+}
+
+std::int64_t GpuAggregator::device_lookup_steps() const noexcept {
+  std::int64_t steps =
+      impl_->device_index.steps() + impl_->timeline_index.steps() + impl_->held.lookup_steps();
+  for (const StepBusy& row : impl_->step_busy) steps += row.index.steps();
+  return steps;
 }
 
 bool is_launch_call(std::string_view name) noexcept {

@@ -13,7 +13,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <vector>
+
+#include "aggregate/device_index.h"
 
 namespace fathom::aggregation {
 inline constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min();
@@ -64,6 +67,8 @@ class HeldWindow {
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
+  // Device lookups' work so far (DeviceIndex::steps), for tests.
+  std::int64_t lookup_steps() const noexcept { return index_.steps(); }
 
   // Empties the window; its memory is kept for the next one.
   void clear() noexcept {
@@ -86,7 +91,15 @@ class HeldWindow {
   // Every held record by device, then start, ties in arrival order.
   template <typename F>
   void for_each_in_order(F&& f) {
-    for (Lane& l : lanes_) {
+    if (order_.size() != lanes_.size()) {  // lanes came since the last sweep: by device again
+      order_.resize(lanes_.size());
+      std::iota(order_.begin(), order_.end(), std::uint32_t{0});
+      std::sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return lanes_[a].device < lanes_[b].device;
+      });
+    }
+    for (const std::uint32_t at : order_) {
+      Lane& l = lanes_[at];
       std::sort(l.side.begin(), l.side.end(), [](const HeldGpu& a, const HeldGpu& b) {
         return a.start != b.start ? a.start < b.start : a.seq < b.seq;
       });
@@ -106,21 +119,32 @@ class HeldWindow {
     std::vector<HeldGpu> side;  // arrived out of order; sorted at the sweep
   };
 
+  // Lanes are kept in arrival order, found through index_: kept sorted by device, a lane that
+  // came before the others moved them all, and a trace naming devices in falling order made
+  // that quadratic.
   Lane& lane(std::int32_t device) {
     if (last_ < lanes_.size() && lanes_[last_].device == device) return lanes_[last_];
-    auto it = std::lower_bound(lanes_.begin(), lanes_.end(), device,
-                               [](const Lane& l, std::int32_t d) { return l.device < d; });
-    if (it == lanes_.end() || it->device != device) {
-      Lane fresh;
+    const auto device_of = [](const Lane& l) { return l.device; };
+    std::size_t at = index_.find(lanes_, device, device_of);
+    if (at == DeviceIndex::npos) {
+      Lane& fresh = lanes_.emplace_back();
       fresh.device = device;
-      it = lanes_.insert(it, std::move(fresh));
+      try {
+        index_.appended(lanes_, device_of);
+      } catch (...) {
+        lanes_.pop_back();
+        throw;
+      }
+      at = lanes_.size() - 1;
     }
-    last_ = static_cast<std::size_t>(it - lanes_.begin());
-    return *it;
+    last_ = at;
+    return lanes_[at];
   }
 
-  std::vector<Lane> lanes_;  // by device; one per device seen, kept with its memory
-  std::size_t last_ = 0;     // the lane of the last push: records come in runs per device
+  std::vector<Lane> lanes_;           // one per device seen, kept with its memory
+  DeviceIndex index_;                 // of lanes_
+  std::vector<std::uint32_t> order_;  // lanes_ by device, for the sweep
+  std::size_t last_ = 0;              // the lane of the last push: records come in runs per device
   std::size_t size_ = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <ctime>
 
 #include "records/terminal_text.h"
+#include "records/warning_sink.h"
 
 namespace fathom::detail {
 namespace {
@@ -26,16 +27,22 @@ std::string lock_path(const std::string& folder, const std::string& name) {
 }
 
 constexpr int kRandomNameAttempts = 8;
+// Names past the random ones, each with the clock in it: no planted file matches 64 of them.
+constexpr std::uint64_t kFallbackAttempts = 64;
 
-// 32 random bits as 8 hex digits: a name suffix no other run picks by counting.
-std::string random_hex() {
-  std::uint32_t bits = 0;
-  if (::getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits)) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    bits = static_cast<std::uint32_t>(ts.tv_nsec) ^ (static_cast<std::uint32_t>(::getpid()) << 12);
-  }
-  return fmt::format("{:08x}", bits);
+// 32 bits that differ from call to call even when the random source repeats itself: its bits,
+// the clock, the pid and a count, through splitmix64's finalizer.
+std::uint32_t mixed_bits(std::uint32_t random, std::uint64_t count) noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  std::uint64_t x = (std::uint64_t{random} << 32) ^
+                    (static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u +
+                     static_cast<std::uint64_t>(ts.tv_nsec)) ^
+                    (static_cast<std::uint64_t>(::getpid()) << 40) ^
+                    (count * 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<std::uint32_t>(x ^ (x >> 31));
 }
 
 long pid_in(int fd) noexcept {
@@ -45,6 +52,17 @@ long pid_in(int fd) noexcept {
 }
 
 }  // namespace
+
+// 32 random bits: a name suffix no other run picks by counting.
+std::uint32_t system_random_bits() noexcept {
+  std::uint32_t bits = 0;
+  if (::getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits)) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    bits = static_cast<std::uint32_t>(ts.tv_nsec) ^ (static_cast<std::uint32_t>(::getpid()) << 12);
+  }
+  return bits;
+}
 
 void check_run_name(std::string_view name, std::string_view source) {
   std::string why;
@@ -65,7 +83,8 @@ void check_run_name(std::string_view name, std::string_view source) {
                           why, kAccepted));
 }
 
-RunNameLock::RunNameLock(const std::string& folder, const std::string& base) noexcept
+RunNameLock::RunNameLock(const std::string& folder, const std::string& base,
+                         RandomBits random_bits) noexcept
     : folder_(folder), name_(base) {
   try {
     // base, base-2 ... base-100, then a name nobody can hold yet: a sweep of more workers than
@@ -73,13 +92,29 @@ RunNameLock::RunNameLock(const std::string& folder, const std::string& base) noe
     for (int n = 1; n <= 100 + kRandomNameAttempts; ++n) {
       const std::string name = n == 1     ? base
                                : n <= 100 ? fmt::format("{}-{}", base, n)
-                                          : fmt::format("{}-{}", base, random_hex());
+                                          : fmt::format("{}-{:08x}", base, random_bits());
       const Claim c = try_lock(name);
       if (c == Claim::Taken) continue;
       // Unavailable: no lock can be made here (a read-only folder); the run goes on unlocked.
       if (c == Claim::Locked) name_ = name;
       return;
     }
+    // Every name above is held, the random ones too, which a working source never gives (one
+    // that repeats itself, or names planted to match it). The run fell through to base here,
+    // unlocked: a live run's name. Names that mix the clock, the pid and a count into the source's
+    // bits instead, the first that locks (or, where no lock can be made, that nobody holds).
+    std::string name;
+    Claim c = Claim::Taken;
+    for (std::uint64_t k = 0; k < kFallbackAttempts && c == Claim::Taken; ++k) {
+      name = fmt::format("{}-{:08x}", base, mixed_bits(random_bits(), k));
+      c = try_lock(name);
+    }
+    name_ = name;
+    warn("run name '", base, "': it, ", base, "-2 to ", base, "-100 and ", kRandomNameAttempts,
+         " random names are held by other runs in ", folder,
+         " (or by files that are not their "
+         "locks); this run takes '",
+         name, "'", c == Claim::Locked ? "" : ", without a lock (none could be made)");
   } catch (...) {
     // Out of memory formatting a name: unlocked, as before locks existed.
   }
@@ -92,14 +127,23 @@ RunNameLock::Claim RunNameLock::try_lock(const std::string& name) {
     const int fd =
         ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) {
-      // A link or another user's file at the lock's name: that name is not ours to use.
-      return errno == EACCES || errno == ELOOP || errno == EPERM ? Claim::Taken
-                                                                 : Claim::Unavailable;
+      // A link or another user's file at the lock's name: that name is not ours to use. Refused
+      // the creation of a lock that is not there (a folder this user cannot write): no lock can
+      // be made here, whatever the name, and counting on to base-100 would not find one.
+      const int error = errno;
+      struct stat there;
+      if (error == ELOOP) return Claim::Taken;
+      return (error == EACCES || error == EPERM) && ::lstat(path.c_str(), &there) == 0
+                 ? Claim::Taken
+                 : Claim::Unavailable;
     }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      if (holder_ == 0 && name == name_) holder_ = pid_in(fd);
+      // Held by a live run; any other error (ENOLCK: a file system without locks) is no lock
+      // for any name, and left a lock file at every name tried.
+      const bool held_elsewhere = errno == EWOULDBLOCK;
+      if (held_elsewhere && holder_ == 0 && name == name_) holder_ = pid_in(fd);
       ::close(fd);
-      return Claim::Taken;
+      return held_elsewhere ? Claim::Taken : Claim::Unavailable;
     }
     // The holder before us may have removed the file between our open and our lock: then the
     // lock is on a name nobody sees, and we try again.

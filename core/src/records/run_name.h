@@ -3,6 +3,7 @@
 // temporaries and lock). Every entry point (FATHOM_RUN_NAME, Options::run_name, Python's
 // run_name=) is checked alike at session start, and a name another live run holds in the same
 // folder is not shared: the second run takes the next free `<name>-N`.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,15 +17,22 @@ inline constexpr std::size_t kMaxRunNameBytes = 255 - 64;
 // "." or "..", no '/', no control characters, at most kMaxRunNameBytes bytes.
 void check_run_name(std::string_view name, std::string_view source);
 
+// Where the random suffixes of run names come from: getrandom(2), or a test's stand-in (one that
+// repeats itself reaches what a working source never does: every random name taken).
+using RandomBits = std::uint32_t (*)() noexcept;
+std::uint32_t system_random_bits() noexcept;
+
 // Holds `<folder>/.<base>.lock` (an flock, released by the kernel when the process dies) for as
 // long as it lives, so that a second live run with the same name finds it taken.
 class RunNameLock {
  public:
   // Claims base, or base-2, base-3, ... base-100 when live runs hold them, then base-<8 random
-  // hex digits>. Never throws: a folder where no lock can be made is left unlocked (held()
+  // hex digits>; should those be held too, a name with the clock in it, and a warning: never a
+  // live run's name. Never throws: a folder where no lock can be made is left unlocked (held()
   // false), as before there were locks. A lock file is written (its pid) only when it is a plain
   // file of this user with no other name: a hard link planted at the name makes it taken.
-  RunNameLock(const std::string& folder, const std::string& base) noexcept;
+  RunNameLock(const std::string& folder, const std::string& base,
+              RandomBits random_bits = system_random_bits) noexcept;
   ~RunNameLock();  // removes the lock file
   RunNameLock(const RunNameLock&) = delete;
   RunNameLock& operator=(const RunNameLock&) = delete;
