@@ -155,6 +155,41 @@ TEST(NsightImport, ACopyWithoutItsCallStaysUnknown) {
   }
 }
 
+// CUDA 13's CUPTI writes an EVENT_SYNCHRONIZE row for each cudaEventQuery (every such row of the
+// two real exports is a query's): a poll that returns at once is no host wait. The GPU going
+// idle during one was "synchronization" in `fathom analyze`, never on the live path (whose
+// CUPTI parser reads waits from the calls). Here the GPU idles [2000, 3000) while the host polls
+// an event, then launches late; and [4000, 5100) while it waits in cudaStreamSynchronize (the
+// window starts at the first launch, 900).
+TEST(NsightImport, AnEventQueryIsNoHostWait) {
+  const std::string path = temp_path("event_query.sqlite");
+  {
+    NsightExportBuilder b(path);
+    b.gpu(0, "NVIDIA H100", 9, 0);
+    const std::int64_t t = global_tid(100, 101);
+    b.runtime(900, 910, t, 1, "cudaLaunchKernel_v7000");
+    b.kernel(1000, 2000, 0, 7, 1, 100, kGemm);
+    b.runtime(1990, 2010, t, 2, "cudaEventQuery_v3020");
+    b.sync(1995, 2005, 100, 2, NsightExportBuilder::kEventSync);
+    b.runtime(2900, 2910, t, 3, "cudaLaunchKernel_v7000");
+    b.kernel(3000, 4000, 0, 7, 3, 100, kGemm);
+    b.runtime(3950, 5000, t, 4, "cudaStreamSynchronize_v3020");
+    b.sync(3960, 4990, 100, 4, NsightExportBuilder::kStreamSync);
+    b.runtime(5050, 5060, t, 5, "cudaLaunchKernel_v7000");
+    b.kernel(5100, 6000, 0, 7, 5, 100, kGemm);
+  }
+  const ExportAnalysis a = analyze_nsight_export(path, {});
+  const TimelineResult& t = a.report.epochs.front().gpu->timeline;
+  EXPECT_EQ(t.sync_records, 1) << "the stream synchronization's row, not the query's";
+  EXPECT_EQ(t.sync_record_ns, 1030);
+  EXPECT_EQ(t.sync_calls, 1);
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].idle.gaps, 3);  // and [900, 1000) before the first kernel
+  EXPECT_EQ(t.devices[0].idle.host_launch_ns, 100 + 1000) << "the poll's gap: a late launch";
+  EXPECT_EQ(t.devices[0].idle.sync_ns, 1100) << "the wait's gap";
+  std::filesystem::remove(path);
+}
+
 // Item 9: a dropped kernel table is a "not measured" line, not a clean analysis of 0 kernels.
 TEST(NsightImport, ADroppedKernelTableIsNotMeasured) {
   const std::string path = temp_path("no_kernels.sqlite");

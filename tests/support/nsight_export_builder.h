@@ -174,7 +174,7 @@ class NsightExportBuilder {
 
   // A host synchronization (its table and enum made at the first one). Real exports write
   // deviceId 0 for every process's, whichever device it waited for.
-  static constexpr int kStreamSync = 3, kStreamWaitEvent = 2;
+  static constexpr int kStreamSync = 3, kStreamWaitEvent = 2, kEventSync = 1;
   void sync(std::int64_t start, std::int64_t end, std::int64_t pid, std::int64_t corr,
             int type = kStreamSync, int device = 0) {
     if (!sync_table_) {

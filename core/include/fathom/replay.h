@@ -45,8 +45,10 @@ struct NsightBudgetSpent {
 // tables, and its NVTX ranges (fathom's own domain: epochs, steps, phases, ops; PyTorch's
 // emit_nvtx op ranges; other domains are counted, not read). Enum values are decoded through the
 // export's own ENUM_* tables. Kernels, copies and memsets carry the phase that was open on the
-// thread that launched them (same correlation id, same process). Rows that cannot be records
-// (end before start, negative times, names that reference no string) are skipped and counted.
+// thread that launched them (same correlation id, same process). The synchronization rows of
+// event and stream queries (CUDA 13 writes one per cudaEventQuery) are not host waits and are
+// not read. Rows that cannot be records (end before start, negative times, names that reference
+// no string) are skipped and counted.
 struct NsightExportInfo {
   std::string nsys_version;              // META_DATA_EXPORT's product version; "" when absent
   std::int64_t rows = 0;                 // rows turned into records

@@ -62,6 +62,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -174,9 +175,13 @@ struct State {
   std::list<GpuWork> work;      // issued, not yet complete
   std::map<std::uint32_t, std::int64_t> stream_free_at;
   bool gpu_paused = false;
+  // A replayed run's host clock (set_replay_time): GPU work is done once it has passed the
+  // work's end. 0: the real clock.
+  std::int64_t replay_now = 0;
   std::uint32_t next_correlation = 1;
   std::size_t record_limit = 0;
-  std::deque<std::string> names;  // kernel names, stable addresses
+  std::deque<std::string> names;       // kernel names, stable addresses
+  std::set<std::string> shared_names;  // a recorded run's kernel names, one string a name
   Stats stats;
 
   bool race_probe = false;
@@ -201,6 +206,9 @@ State& S() {
   }();
   return *s;
 }
+
+// The time GPU work is judged done by (under the lock).
+std::int64_t gpu_now() { return S().replay_now ? S().replay_now : host_ns(); }
 
 thread_local bool t_in_completion = false;
 thread_local bool t_probe_fired = false;
@@ -414,9 +422,11 @@ bool cbid_enabled(CUpti_CallbackDomain domain, std::uint32_t cbid) {
 }
 
 // One API call on this thread: its external correlation records and its own record when the
-// cbid is recorded. Returns the correlation id.
+// cbid is recorded. Returns the correlation id. thread: a recorded call's thread id (else this
+// thread's).
 std::uint32_t api_record(CUpti_CallbackDomain domain, std::uint32_t cbid, std::int64_t start,
-                         std::int64_t end, std::uint32_t correlation = 0) {
+                         std::int64_t end, std::uint32_t correlation = 0,
+                         std::optional<std::uint32_t> thread = std::nullopt) {
   State& s = S();
   if (correlation == 0) correlation = s.next_correlation++;
   if (!cbid_enabled(domain, cbid)) return correlation;
@@ -445,7 +455,7 @@ std::uint32_t api_record(CUpti_CallbackDomain domain, std::uint32_t cbid, std::i
   a->start = ts_of(start);
   a->end = ts_of(end);
   a->processId = static_cast<std::uint32_t>(::getpid());
-  a->threadId = thread_id_now();
+  a->threadId = thread ? *thread : thread_id_now();
   a->correlationId = correlation;
   return correlation;
 }
@@ -460,7 +470,7 @@ void inner_driver_noise(std::int64_t start, std::int64_t end) {
 void advance() {
   State& s = S();
   if (s.gpu_paused) return;
-  const std::int64_t now = host_ns();
+  const std::int64_t now = gpu_now();
   for (auto it = s.work.begin(); it != s.work.end();) {
     if (it->end > now) {
       ++it;
@@ -501,7 +511,7 @@ std::vector<Delivery> take_deliveries(bool flush, bool force) {
   State& s = S();
   advance();
   std::vector<Delivery> out;
-  const std::int64_t now = host_ns();
+  const std::int64_t now = gpu_now();
   if (force) {
     for (auto it = s.work.begin(); it != s.work.end();) {
       if (Buffer* b = it->buffer) {
@@ -619,6 +629,22 @@ std::uint32_t issue_gpu(std::uint32_t kind, std::uint32_t stream, std::int64_t a
   return 0;
 }
 
+// GPU work at recorded times (host ns): the stream is busy until its end whatever came before.
+void issue_recorded(std::uint32_t kind, std::uint32_t stream, std::int64_t start, std::int64_t end,
+                    Buffer* buffer, std::size_t offset) {
+  State& s = S();
+  std::int64_t& free_at = s.stream_free_at[stream];
+  GpuWork w;
+  w.kind = kind;
+  w.start = start;
+  w.end = std::max(end, start);
+  free_at = std::max(free_at, w.end);
+  w.buffer = buffer;
+  w.offset = offset;
+  if (buffer) ++buffer->incomplete;
+  s.work.push_back(w);
+}
+
 // --- control functions ----------------------------------------------------------------------
 
 void c_reset() {
@@ -650,6 +676,7 @@ void c_reset() {
   s.work.clear();
   s.stream_free_at.clear();
   s.gpu_paused = false;
+  s.replay_now = 0;
   s.next_correlation = 1;
   s.record_limit = 0;
   s.stats = Stats{};
@@ -799,6 +826,107 @@ std::uint32_t c_memcpy(std::uint8_t copy_kind, std::uint8_t src, std::uint8_t ds
   return id;
 }
 
+// A cbid's name without CUPTI's version suffix ("_v7000"), as fathom displays it.
+std::string_view unversioned(std::string_view n) {
+  const std::size_t v = n.rfind("_v");
+  if (v == std::string_view::npos || v + 2 == n.size()) return n;
+  for (std::size_t i = v + 2; i < n.size(); ++i)
+    if (n[i] < '0' || n[i] > '9') return n;
+  return n.substr(0, v);
+}
+
+std::uint32_t c_cbid_of(CUpti_CallbackDomain domain, const char* name) {
+  if (!name) return 0;
+  const std::string_view want(name);
+  auto find = [&](const auto& table) -> std::uint32_t {
+    for (const CbidName& n : table)
+      if (want == n.name) return n.cbid;
+    for (const CbidName& n : table)
+      if (unversioned(want) == unversioned(n.name)) return n.cbid;
+    return 0;
+  };
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return find(kRuntimeNames);
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) return find(kDriverNames);
+  return 0;
+}
+
+void c_replay_call(const RecordedCall& call, const RecordedGpu* gpu, std::size_t n) {
+  State& s = S();
+  std::lock_guard lock(s.lock);
+  // The stand-in's own calls take ids above the recording's.
+  s.next_correlation = std::max(s.next_correlation, call.correlation_id + 1);
+  api_record(call.domain, call.cbid, call.start_ns, call.end_ns, call.correlation_id,
+             call.thread_id);
+  for (std::size_t i = 0; i < n; ++i) {
+    const RecordedGpu& g = gpu[i];
+    Buffer* b = nullptr;
+    std::size_t offset = 0;
+    void* record = nullptr;
+    std::uint32_t kind = g.kind;
+    if (g.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || g.kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      if (s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
+          s.kinds.count(CUPTI_ACTIVITY_KIND_KERNEL)) {
+        if (auto* k = emit<CUpti_ActivityKernel10>(
+                stream_queue(g.stream), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, &b, &offset)) {
+          k->name = s.shared_names.emplace(g.name ? g.name : "").first->c_str();
+          k->deviceId = g.device;
+          k->contextId = 1;
+          k->streamId = g.stream;
+          k->correlationId = call.correlation_id;
+          k->gridX = g.grid[0];
+          k->gridY = g.grid[1];
+          k->gridZ = g.grid[2];
+          k->blockX = g.block[0];
+          k->blockY = g.block[1];
+          k->blockZ = g.block[2];
+          record = k;
+        }
+      }
+    } else if (g.kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+      if (s.kinds.count(CUPTI_ACTIVITY_KIND_MEMCPY)) {
+        if (auto* m = emit<CUpti_ActivityMemcpy6>(stream_queue(g.stream),
+                                                  CUPTI_ACTIVITY_KIND_MEMCPY, &b, &offset)) {
+          m->copyKind = g.copy_kind;
+          m->srcKind = g.src_kind;
+          m->dstKind = g.dst_kind;
+          m->bytes = g.bytes;
+          m->flags = g.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+          m->deviceId = g.device;
+          m->contextId = 1;
+          m->streamId = g.stream;
+          m->correlationId = call.correlation_id;
+          m->runtimeCorrelationId =
+              call.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? call.correlation_id : 0;
+          record = m;
+        }
+      }
+    } else if (g.kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+      if (s.kinds.count(CUPTI_ACTIVITY_KIND_MEMSET)) {
+        if (auto* m = emit<CUpti_ActivityMemset4>(stream_queue(g.stream),
+                                                  CUPTI_ACTIVITY_KIND_MEMSET, &b, &offset)) {
+          m->bytes = g.bytes;
+          m->deviceId = g.device;
+          m->contextId = 1;
+          m->streamId = g.stream;
+          m->correlationId = call.correlation_id;
+          record = m;
+        }
+      }
+    } else {
+      continue;
+    }
+    if (record) ++s.stats.gpu_records;
+    issue_recorded(kind, g.stream, g.start_ns, g.end_ns, record ? b : nullptr, offset);
+  }
+}
+
+void c_set_replay_time(std::int64_t now) {
+  State& s = S();
+  std::lock_guard lock(s.lock);
+  s.replay_now = now ? std::max(s.replay_now, now) : 0;
+}
+
 void sync_record(CUpti_ActivitySynchronizationType type, std::uint32_t stream,
                  std::uint32_t correlation, std::int64_t start, std::int64_t end,
                  std::uint32_t result) {
@@ -881,6 +1009,11 @@ void c_wait_gpu() {
   {
     std::lock_guard lock(S().lock);
     for (const auto& [stream, t] : S().stream_free_at) done = std::max(done, t);
+    // A replay's host waits on its own clock.
+    if (S().replay_now) {
+      S().replay_now = std::max(S().replay_now, done);
+      return;
+    }
   }
   while (host_ns() < done) std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
@@ -1238,6 +1371,9 @@ STANDIN_EXPORT void fathom_standin_control(Control* c) {
   c->stream_synchronize = c_stream_synchronize;
   c->event_query = c_event_query;
   c->event_record = c_event_record;
+  c->cbid_of = c_cbid_of;
+  c->replay_call = c_replay_call;
+  c->set_replay_time = c_set_replay_time;
   c->pause_gpu = c_pause_gpu;
   c->wait_gpu = c_wait_gpu;
   c->set_race_probe = c_set_race_probe;

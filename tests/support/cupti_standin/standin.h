@@ -45,6 +45,29 @@ struct Stats {
   int subscribers = 0;  // 0 or 1: CUPTI allows one
 };
 
+// A recorded run's CUDA API call (an Nsight export's runtime row), replayed as it happened: its
+// times are host ns on the stand-in's clock (the test maps the recording's clock onto it, in the
+// past), its thread and correlation ids the recording's own.
+struct RecordedCall {
+  CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_RUNTIME_API;
+  std::uint32_t cbid = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::uint32_t thread_id = 0;
+  std::uint32_t correlation_id = 0;
+};
+
+// The GPU work a recorded call launched, at its recorded device times (host ns, as above).
+struct RecordedGpu {
+  CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;  // or MEMCPY, MEMSET
+  std::uint32_t device = 0, stream = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  const char* name = nullptr;  // a kernel's (mangled) name
+  std::int32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  std::uint8_t copy_kind = 0, src_kind = 0, dst_kind = 0;  // CUPTI's enums
+  bool async = false;
+  std::uint64_t bytes = 0;  // copies and memsets
+};
+
 struct Control {
   void (*reset)() = nullptr;  // a fresh process: no subscriber, no callbacks, nothing enabled
   // A tool that owns CUPTI from the process start (Nsight Systems, Nsight Compute): every
@@ -78,6 +101,21 @@ struct Control {
   std::uint32_t (*event_query)(std::uint32_t stream) = nullptr;
   // cudaEventRecord: what fathom's phase timing calls twice a phase.
   std::uint32_t (*event_record)(std::uint32_t stream) = nullptr;
+  // --- a recorded CUDA program (issue 23: Nsight exports through the live path) ---
+  // The cbid of a call by its name, with or without CUPTI's version suffix ("cudaLaunchKernel",
+  // "cudaLaunchKernel_v7000"); 0 when this CUDA version has none.
+  std::uint32_t (*cbid_of)(CUpti_CallbackDomain domain, const char* name) = nullptr;
+  // The call's records as CUPTI writes them at its exit (external correlation records from the
+  // calling thread's stacks, then its own with the recorded thread and correlation ids), and
+  // its GPU work (n records, may be 0) reserved in their streams' queues, complete once the host
+  // clock has passed their recorded end. Kernels of one name share one name string, as CUPTI's do.
+  void (*replay_call)(const RecordedCall& call, const RecordedGpu* gpu, std::size_t n) = nullptr;
+  // The replayed run's host clock from now on: GPU work is done (its record complete) once this
+  // time has passed its end, and wait_gpu() moves it to the end of the work queued. It only goes
+  // forward, so a replay keeps CUPTI's delivery rules whatever the machine's load; 0: the real
+  // clock again (reset() does that too).
+  void (*set_replay_time)(std::int64_t host_ns) = nullptr;
+
   // Holds GPU work: nothing completes while paused (work still running at a forced flush).
   void (*pause_gpu)(bool paused) = nullptr;
   // Waits on the host until every stream is idle (cudaDeviceSynchronize without a record).

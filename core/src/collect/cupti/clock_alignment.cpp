@@ -19,9 +19,15 @@ constexpr double kNanosecondTolerance = 1e-3;
 
 // A sample's weight: the inverse of its time's variance (uniform over its span), with a floor
 // for the clocks' own resolution so that spans of 0 (exact samples) weigh alike.
+std::int64_t span(const ClockSample& s) { return std::max<std::int64_t>(s.span_ns, 0); }
+
+// The clocks' own resolution and the rounding of a reading's middle: what a span of 0 still
+// leaves uncertain.
+constexpr double kReadingNs = 100.0;
+
 double weight_of(const ClockSample& s) {
-  const double span = static_cast<double>(std::max<std::int64_t>(s.span_ns, 0)) + 100.0;
-  return 1.0 / (span * span);
+  const double uncertainty = static_cast<double>(span(s)) + kReadingNs;
+  return 1.0 / (uncertainty * uncertainty);
 }
 
 }  // namespace
@@ -67,7 +73,17 @@ bool ClockAlignment::add(ClockSample s) noexcept {
   last_host_ns_ = s.host_ns;
   accumulate(s);
   if (!ns_ && sxx_ > 0 && sxy_ > 0) rate_ = sxy_ / sxx_;
-  if (s.span_ns <= std::max(kAnchorSpanNs, anchor_.span_ns)) anchor_ = s;
+  if (s.span_ns > std::max(kAnchorSpanNs, anchor_.span_ns)) return true;
+  // The anchor moves only where the placement is off by more than the two readings can be (the
+  // clocks drifted apart, the rate was off) or it was read loosely and this one tightly. Every
+  // move shifts the records converted after it against those converted before (a launch in one
+  // delivery, its kernel or the kernel before it in the next) by the readings' noise: moved at
+  // every step end, a launch 3 ns before the GPU went idle came 3 ns after it in one replay of
+  // an Nsight export in three, and that gap changed cause.
+  const double uncertainty = static_cast<double>(span(s) + span(anchor_)) / 2 + kReadingNs;
+  if (static_cast<double>(std::llabs(error_ns(s))) > uncertainty ||
+      (anchor_.span_ns > kLooseSpanNs && 4 * s.span_ns <= anchor_.span_ns))
+    anchor_ = s;
   return true;
 }
 

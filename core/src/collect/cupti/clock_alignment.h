@@ -38,6 +38,9 @@ class ClockAlignment {
   // A sample read across a wider span than this does not place records: it only refines the
   // rate, with the little weight its uncertainty gives it.
   static constexpr std::int64_t kAnchorSpanNs = 20'000;
+  // An anchor read across more than this gives way to a reading four times tighter even where
+  // the two agree within their spans.
+  static constexpr std::int64_t kLooseSpanNs = 1'000;
 
   // Starts a fit from two samples at least kMinBaselineNs apart.
   void reset(ClockSample first, ClockSample second) noexcept;
@@ -62,8 +65,10 @@ class ClockAlignment {
   // sample, in doubles of differences (CLOCK_REALTIME ns are past a double's mantissa).
   ClockSample origin_{};
   double weight_ = 0, mean_x_ = 0, mean_y_ = 0, sxx_ = 0, sxy_ = 0;
-  // Records are placed from the latest tight sample: the rate's error then grows only with the
-  // distance from it, and the clocks' slow drift apart (NTP slewing) never accumulates.
+  // Records are placed from a tight sample, moved to a later one where the fit's prediction is
+  // off by more than the two samples' uncertainty: the rate's error and the clocks' slow drift
+  // apart (NTP slewing) never accumulate past that, and readings' noise alone never moves
+  // records converted in one delivery against those of the next.
   ClockSample anchor_{};
   std::int64_t last_host_ns_ = 0;
   double rate_ = 1.0;

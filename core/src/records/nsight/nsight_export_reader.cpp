@@ -498,6 +498,11 @@ class Reader {
     taken();
   }
 
+  static bool is_query_call(std::string_view name) noexcept {
+    return name == "cudaEventQuery" || name == "cudaStreamQuery" || name == "cuEventQuery" ||
+           name == "cuStreamQuery";
+  }
+
   // The innermost phase open on the thread at t: fathom's ranges first.
   std::optional<Phase> phase_at(std::uint64_t thread, std::int64_t t) {
     auto it = open_phases_.find(thread);
@@ -533,6 +538,13 @@ class Reader {
       if (copy_calls_.size() > (std::size_t{1} << 16)) copy_calls_.clear();
       copy_calls_[r.correlation_id] = r.name.find("Async") != std::string::npos;
     }
+    // CUDA 13's CUPTI writes a synchronization row for every event or stream query too (an
+    // EVENT_SYNCHRONIZE row per cudaEventQuery), but a query returns at once: the host never
+    // waited in it. Its row comes later, after the call's.
+    if (r.correlation_id && is_query_call(r.name)) {
+      if (query_calls_.size() > (std::size_t{1} << 16)) query_calls_.clear();
+      query_calls_.insert(r.correlation_id);
+    }
     batch_.runtime_calls.push_back(std::move(r));
     taken();
   }
@@ -546,6 +558,7 @@ class Reader {
     r.end_ns = end;
     r.correlation_id = correlation(static_cast<std::int64_t>(detail::nsight_process(q.integer(4))),
                                    q.optional_integer(3));
+    if (query_calls_.erase(r.correlation_id)) return;  // a poll, not a wait (take_runtime)
     const std::string* kind = sync_types_->name(q.integer(5));
     r.kind = kind ? detail::sync_kind_from_enum(*kind) : SyncKind::Unknown;
     batch_.syncs.push_back(r);
@@ -652,6 +665,7 @@ class Reader {
   std::unordered_map<std::int64_t, std::uint32_t> process_slots_;
   std::unordered_map<std::uint64_t, std::vector<OpenPhase>> open_phases_;
   std::unordered_map<std::uint64_t, bool> copy_calls_;  // correlation -> asked asynchronously
+  std::unordered_set<std::uint64_t> query_calls_;       // correlations of event / stream queries
   std::array<std::array<std::int64_t, kSkips>, kSources> skipped_{};
   GpuActivity batch_;
   std::size_t held_ = 0;
