@@ -31,7 +31,11 @@ def test_default_prints_a_short_summary_on_stderr_and_the_full_report_at_close(
     summaries, full = err.split("fathom report | quiet | epoch 1", 1)
     assert summaries.count("\n") < 16
     assert "fix:" not in summaries
-    assert "still true: Part of each step runs outside any phase scope" in summaries
+    # The findings said in epoch 0 are one line in epoch 1. Other findings may share it (on a CPU
+    # with bf16 units whose forward takes enough of the step, the bf16 suggestion comes first: CI).
+    still_true = [line for line in summaries.splitlines() if line.startswith("  still true: ")]
+    assert len(still_true) == 1, summaries
+    assert "Part of each step runs outside any phase scope" in still_true[0]
     assert "fix:" in full
 
 
