@@ -269,12 +269,15 @@ void every_choice(const std::vector<ActivationUnit>& units, const ActivationPlan
     if (c.peak_bytes <= budget) best.extra_ms = std::min(best.extra_ms, c.extra_ms());
     return;
   }
+  // g == -1: the unit's input, kept or offloaded.
   const auto [i, g] = free[flat];
   for (TensorChoice c : {Keep, Recompute, Offload}) {
     if (c == Offload && options.link_bytes_per_second <= 0) continue;
-    a.choices[i][g] = c;
+    if (c == Recompute && g < 0) continue;
+    (g < 0 ? a.inputs[i] : a.choices[i][g]) = c;
     every_choice(units, options, a, flat + 1, free, budget, best);
   }
+  (g < 0 ? a.inputs[i] : a.choices[i][g]) = Keep;
 }
 
 // Every set of segments: each unit outside, starting a segment, or continuing the one before.
@@ -287,10 +290,12 @@ void every_segmentation(const std::vector<ActivationUnit>& units,
     std::vector<bool> inside(n, false);
     for (const CheckpointSegment& s : a.segments)
       for (int k = s.begin; k < s.end; ++k) inside[k] = true;
+    a.inputs.assign(n, Keep);
     for (int k = 0; k < n; ++k) {
       a.choices[k].assign(units[k].groups.size(), inside[k] ? Recompute : Keep);
-      if (!inside[k])
-        for (int g = 0; g < static_cast<int>(units[k].groups.size()); ++g) free.push_back({k, g});
+      if (inside[k]) continue;
+      for (int g = 0; g < static_cast<int>(units[k].groups.size()); ++g) free.push_back({k, g});
+      free.push_back({k, -1});
     }
     every_choice(units, options, a, 0, free, budget, best);
     return;
@@ -317,7 +322,7 @@ Best brute_force(const std::vector<ActivationUnit>& units, const ActivationPlanO
 
 TEST(ActivationPlan, EqualsBruteForceOnSmallChains) {
   std::mt19937 rng(26);
-  int compared = 0, with_offload = 0;
+  int compared = 0, with_offload = 0, with_input_offload = 0;
   for (int trial = 0; trial < 48; ++trial) {
     const int n = 1 + trial % 4;
     const int max_groups = n <= 2 ? 4 : (n == 3 ? 3 : 2);
@@ -341,13 +346,15 @@ TEST(ActivationPlan, EqualsBruteForceOnSmallChains) {
       EXPECT_NEAR(plan.cost.extra_ms(), best.extra_ms, 1e-6) << "trial " << trial << " f " << f;
       ++compared;
       if (plan.cost.offloaded_bytes > 0) ++with_offload;
+      for (TensorChoice c : plan.assignment.inputs) with_input_offload += c == Offload ? 1 : 0;
     }
     const ActivationPlan below = plan_activations(units, floor.min_peak - 1, options);
     EXPECT_FALSE(below.feasible);
     EXPECT_EQ(below.cost.peak_bytes, floor.min_peak);
   }
   EXPECT_EQ(compared, 48 * 5);
-  EXPECT_GT(with_offload, 10);  // the offloading choices were exercised, not just allowed
+  EXPECT_GT(with_offload, 10);       // the offloading choices were exercised, not just allowed
+  EXPECT_GT(with_input_offload, 0);  // ... of the units' inputs too
 }
 
 TEST(ActivationPlan, AThinnedFrontStillFitsTheBudgetAndSaysSo) {

@@ -22,12 +22,16 @@
 //                all of x_{i-1} held: the unit then keeps b_{i-1} of it instead of in_i;
 //     Offload    copied to pinned host memory on a side stream after its forward, freed on the
 //                device, copied back before its unit's backward.
+//   What a unit outside segments holds of its input, u_i, is kept or offloaded too: offloaded,
+//   the unit holds none of it after forward (its boundary then holds only what the unit before
+//   keeps of it, o_{i-1}) and its backward gets u_i back, counted with its transfers.
 //   Kept and offloaded groups are not run again in the recompute pass, so a unit's recompute
 //   time is the sum of its recomputed groups' t_g (keeping an expensive group's output saves
 //   its recompute and lets the cheap groups after it be rebuilt from it).
 //   For unit i under a choice: K_i = Σ s_g kept but the output group, o_i = s_last if the output
-//   group is kept (else 0), T_i = Σ s_g recomputed or offloaded, u_i = b_{i-1} if a recomputed
-//   group reads the unit's input, else in_i. Boundary j holds the largest part kept of it:
+//   group is kept (else 0), T_i = Σ s_g recomputed or offloaded (and u_i when the input is
+//   offloaded), u_i = b_{i-1} if a recomputed group reads the unit's input, else in_i (0 held
+//   when offloaded). Boundary j holds the largest part kept of it:
 //     need_j = max(o_j, u_{j+1}, b_j if a whole-recompute segment starts at unit j+1)
 //   Whole-recompute segments [s..e] (several units sharing one kept input, as in
 //   checkpoint_planner.h) hold nothing of their units after forward and rebuild all of them.
@@ -39,7 +43,8 @@
 //
 // The time model, with the link's bandwidth B (bytes/s each way, measured; 0 = unknown, so
 // nothing is offloaded and the plan says so): unit i's offloaded bytes X_i take X_i / B to
-// the host, overlapped with unit i+1's forward (t of all its groups), and X_i / B back,
+// the host (its offloaded groups and input), overlapped with unit i+1's forward (t of all its
+// groups), and X_i / B back,
 // overlapped with unit i+1's backward (backward_to_forward times its forward). What is not
 // overlapped is exposed:  E_i = max(0, X_i/B - F_{i+1}) + max(0, X_i/B - r·F_{i+1}); the last
 // unit's transfers are wholly exposed. Predicted extra step time = Σ recompute time + Σ E_i.
@@ -112,6 +117,13 @@ struct ActivationPlanOptions {
 struct ActivationAssignment {
   std::vector<std::vector<TensorChoice>> choices;  // [unit][group]
   std::vector<CheckpointSegment> segments;         // units [begin, end), in chain order
+  // [unit]: what the unit holds of its input x_{i-1} (u_i: in_i, or all of it when a recomputed
+  // group reads it), Keep or Offload; empty, or Keep, for units in segments (their input is the
+  // segment's, kept). Empty: every input kept.
+  std::vector<TensorChoice> inputs;
+  TensorChoice input(std::size_t unit) const {
+    return unit < inputs.size() ? inputs[unit] : TensorChoice::Keep;
+  }
 };
 
 // One unit's part of an ActivationCost: what the report's per-module table shows.

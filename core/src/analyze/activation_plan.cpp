@@ -98,6 +98,7 @@ struct UnitOption {
   bool output_kept = false;
   double time = 0;  // recompute + exposed transfer
   std::vector<TensorChoice> choices;
+  TensorChoice input = TensorChoice::Keep;
 };
 
 // A unit's choices for its first groups: what they add so far.
@@ -200,11 +201,22 @@ std::vector<UnitOption> unit_options(const ActivationUnit& u, double next_forwar
     o.kept = p.kept;
     o.output_kept = p.output_kept;
     o.at_backward = p.transient + (p.output_kept ? output_saved(u) : 0);
-    o.input_held =
+    const std::int64_t input =
         p.reads_input ? std::max(u.input_saved_bytes, u.input_bytes) : u.input_saved_bytes;
+    o.input_held = input;
     o.time = p.recompute_ms + exposed_ms(p.offloaded, options.link_bytes_per_second,
                                          next_forward_ms, options.backward_to_forward);
     o.choices = std::move(p.choices);
+    if (offload && input > 0) {
+      // The same groups with the input offloaded: none of it held, all of it back at backward.
+      UnitOption off = o;
+      off.input = TensorChoice::Offload;
+      off.input_held = 0;
+      off.at_backward += input;
+      off.time = p.recompute_ms + exposed_ms(p.offloaded + input, options.link_bytes_per_second,
+                                             next_forward_ms, options.backward_to_forward);
+      out.push_back(std::move(off));
+    }
     out.push_back(std::move(o));
   }
   keep_undominated(out, [](const UnitOption& o) {
@@ -235,8 +247,10 @@ struct Chain {
     for (int i = 0; i < count; ++i) {
       const double next = i + 1 < count ? unit_forward_ms(units[i + 1]) : 0.0;
       // A selective unit's next boundary holds at least the next unit's saved input (a segment
-      // starting there holds all of it), and input_bytes >= input_saved_bytes.
-      const bool held = i + 1 < count && output_saved(units[i]) <= units[i + 1].input_saved_bytes &&
+      // starting there holds all of it), and input_bytes >= input_saved_bytes; unless the next
+      // unit may offload its input, which a link allows.
+      const bool held = i + 1 < count && o.link_bytes_per_second <= 0 &&
+                        output_saved(units[i]) <= units[i + 1].input_saved_bytes &&
                         output_saved(units[i]) <= units[i + 1].input_bytes;
       options.push_back(unit_options(units[i], next, held, o, exact));
       own_sum[i + 1] = own_sum[i] + own_bytes(units[i]);
@@ -327,6 +341,7 @@ std::int64_t least_budget(const Chain& c, std::int64_t everything_kept_peak) {
 ActivationAssignment keep_everything(const std::vector<ActivationUnit>& units) {
   ActivationAssignment a;
   for (const ActivationUnit& u : units) a.choices.emplace_back(u.groups.size(), TensorChoice::Keep);
+  a.inputs.assign(units.size(), TensorChoice::Keep);
   return a;
 }
 
@@ -389,6 +404,7 @@ bool best_assignment(const Chain& c, std::int64_t budget, ActivationAssignment& 
   if (best_state < 0) return false;
   out = ActivationAssignment{};
   out.choices.resize(n);
+  out.inputs.assign(n, TensorChoice::Keep);
   for (int s = best_state, p = best_point; fronts[s][p].from_state >= 0;) {
     const FrontPoint& at = fronts[s][p];
     const int from_unit = at.from_state / 2, to_unit = s / 2;
@@ -398,6 +414,7 @@ bool best_assignment(const Chain& c, std::int64_t budget, ActivationAssignment& 
         out.choices[i].assign(c.units[i].groups.size(), TensorChoice::Recompute);
     } else {
       out.choices[from_unit] = c.options[from_unit][at.how].choices;
+      out.inputs[from_unit] = c.options[from_unit][at.how].input;
     }
     s = at.from_state;
     p = at.from_point;
@@ -413,17 +430,19 @@ bool best_assignment(const Chain& c, std::int64_t budget, ActivationAssignment& 
 void keep_needless_offloads(const std::vector<ActivationUnit>& units, std::int64_t budget,
                             const ActivationPlanOptions& options, ActivationAssignment& a) {
   double time = evaluate_activations(units, a, options).extra_ms();
-  for (int i = static_cast<int>(units.size()) - 1; i >= 0; --i) {
-    for (std::size_t g = 0; g < units[i].groups.size(); ++g) {
-      if (a.choices[i][g] != TensorChoice::Offload) continue;
-      a.choices[i][g] = TensorChoice::Keep;
-      const ActivationCost c = evaluate_activations(units, a, options);
-      if (c.peak_bytes <= budget && c.extra_ms() <= time) {
-        time = c.extra_ms();
-      } else {
-        a.choices[i][g] = TensorChoice::Offload;
-      }
+  auto try_keep = [&](TensorChoice& choice) {
+    if (choice != TensorChoice::Offload) return;
+    choice = TensorChoice::Keep;
+    const ActivationCost c = evaluate_activations(units, a, options);
+    if (c.peak_bytes <= budget && c.extra_ms() <= time) {
+      time = c.extra_ms();
+    } else {
+      choice = TensorChoice::Offload;
     }
+  };
+  for (int i = static_cast<int>(units.size()) - 1; i >= 0; --i) {
+    for (std::size_t g = 0; g < units[i].groups.size(); ++g) try_keep(a.choices[i][g]);
+    if (static_cast<std::size_t>(i) < a.inputs.size()) try_keep(a.inputs[i]);
   }
 }
 
@@ -447,14 +466,20 @@ std::string plan_text(const std::vector<ActivationUnit>& units, const Activation
       }
     }
   }
+  int inputs_offloaded = 0;
+  for (TensorChoice c : plan.assignment.inputs)
+    inputs_offloaded += c == TensorChoice::Offload ? 1 : 0;
   for (const CheckpointSegment& s : plan.assignment.segments) in_segments += s.end - s.begin;
-  if (recomputed == 0 && offloaded == 0)
+  if (recomputed == 0 && offloaded == 0 && inputs_offloaded == 0)
     return fmt::format("nothing to recompute or offload: the peak, {}, fits the budget of {}",
                        bytes_text(c.peak_bytes), bytes_text(plan.budget_bytes));
   std::string s = fmt::format("keep {}, recompute {}, offload {} of {} saved tensors", kept,
                               recomputed, offloaded, total);
   if (expensive > 0)
     s += fmt::format(" ({} of the recomputed are matmul/conv/attention)", expensive);
+  if (inputs_offloaded > 0)
+    s += fmt::format("; offload what {} of {} units hold of their input", inputs_offloaded,
+                     units.size());
   if (!plan.assignment.segments.empty())
     s += fmt::format("; {} of {} units recomputed whole in {} segment{}", in_segments, units.size(),
                      plan.assignment.segments.size(),
@@ -489,6 +514,17 @@ ActivationCost evaluate_activations(const std::vector<ActivationUnit>& units,
       throw Error(fmt::format(
           "activation plan: unit {} ('{}') has {} groups but {} choices; give one per group", i,
           units[i].name, units[i].groups.size(), a.choices[i].size()));
+  if (!a.inputs.empty() && static_cast<int>(a.inputs.size()) != n)
+    throw Error(fmt::format(
+        "activation plan: {} input choices given for a chain of {} units; give one per unit, or "
+        "none (every input kept)",
+        a.inputs.size(), n));
+  for (int i = 0; i < n; ++i)
+    if (a.input(i) == TensorChoice::Recompute)
+      throw Error(fmt::format(
+          "activation plan: the input of unit {} ('{}') is marked Recompute; a unit's input is "
+          "kept or offloaded (a whole-recompute segment keeps its own)",
+          i, units[i].name));
   std::vector<int> segment_of(n, -1);
   int previous_end = 0;
   for (std::size_t s = 0; s < a.segments.size(); ++s) {
@@ -500,6 +536,11 @@ ActivationCost evaluate_activations(const std::vector<ActivationUnit>& units,
           seg.begin, seg.end, n));
     for (int i = seg.begin; i < seg.end; ++i) {
       segment_of[i] = static_cast<int>(s);
+      if (a.input(i) != TensorChoice::Keep)
+        throw Error(fmt::format(
+            "activation plan: unit {} ('{}') is in segment [{}, {}), which keeps the segment's "
+            "input, but its input is offloaded; keep it",
+            i, units[i].name, seg.begin, seg.end));
       for (TensorChoice c : a.choices[i])
         if (c != TensorChoice::Recompute)
           throw Error(fmt::format(
@@ -547,6 +588,17 @@ ActivationCost evaluate_activations(const std::vector<ActivationUnit>& units,
     }
     input_held[i] =
         reads_input ? std::max(u.input_saved_bytes, u.input_bytes) : u.input_saved_bytes;
+    if (a.input(i) == TensorChoice::Offload && input_held[i] > 0) {
+      if (bandwidth <= 0)
+        throw Error(fmt::format(
+            "activation plan: the input of unit {} ('{}') is offloaded but no link bandwidth is "
+            "given; measure the host<->device bandwidth or keep it",
+            i, u.name));
+      uc.offloaded_bytes += input_held[i];
+      transient[i] += input_held[i];
+      offloaded += input_held[i];
+      input_held[i] = 0;
+    }
     const double next = i + 1 < n ? unit_forward_ms(units[i + 1]) : 0.0;
     uc.exposed_transfer_ms = exposed_ms(offloaded, bandwidth, next, options.backward_to_forward);
     cost.kept_bytes += uc.kept_bytes;

@@ -41,6 +41,7 @@ ActivationPlanReport activation_plan_report(const std::string& chain,
       if (choices[g] == TensorChoice::Recompute) row.recomputed.push_back(units[i].groups[g].name);
       if (choices[g] == TensorChoice::Offload) row.offloaded.push_back(units[i].groups[g].name);
     }
+    if (plan.assignment.input(i) == TensorChoice::Offload) row.offloaded.push_back("input");
     row.predicted_peak_bytes = u.peak_bytes;
     row.predicted_extra_ms = u.extra_ms();
     r.modules.push_back(std::move(row));
