@@ -36,6 +36,16 @@
 //   // or by fathom's FLOP count of each call:
 //   ... .keep_if([](const fathom::CheckpointedOp& op) { return op.flops >= (1 << 20); })
 //
+// Keep, recompute or offload, op by op (CheckpointOptions::choose): an op chosen Offload keeps its
+// outputs as Keep does, but in host memory, through fathom::offload's path (offload.h; pinned
+// memory and a side stream on a GPU, OffloadOptions from CheckpointOptions::offload_options), and
+// they come back before the recompute needs them. This is the per-tensor choice of fathom's joint
+// activation planner (activation_plan.h), which FATHOM_MODE=auto applies by itself:
+//
+//   ... .choose([](const fathom::CheckpointedOp& op) {
+//     return op.flops > 0 ? fathom::OpChoice::Offload : fathom::OpChoice::Recompute;
+//   })
+//
 // Ops are the ones autograd records (below it at the dispatcher, after composites such as
 // aten::linear or aten::conv2d have decomposed); the recompute must run them in the same order,
 // which fathom checks op by op (a fathom::Error names both ops otherwise). A kept output changed
@@ -48,6 +58,7 @@
 // (create_graph).
 #include <ATen/core/Tensor.h>
 #include <fathom/module_forms.h>
+#include <fathom/offload.h>
 #include <torch/nn/module.h>
 
 #include <concepts>
@@ -69,8 +80,16 @@ struct CheckpointedOp {
   // fathom's FLOP count of the call (the FLOP counter's formulas; 0 for ops without one).
   std::int64_t flops = 0;
   std::int64_t output_bytes = 0;  // what keeping it holds
+  // Its position among the ops the function ran (from 0): the same in every call of a function
+  // that runs the same ops.
+  int index = 0;
 };
 using KeepPolicy = std::function<bool(const CheckpointedOp&)>;
+
+// What becomes of an op's outputs in a selective checkpoint: recomputed in backward, kept on the
+// device, or kept in host memory (offloaded) and brought back for the recompute.
+enum class OpChoice { Recompute, Keep, Offload };
+using OpChoicePolicy = std::function<OpChoice(const CheckpointedOp&)>;
 
 // The ops worth keeping: matrix products, convolutions and fused attention, the ones whose
 // recompute costs FLOPs (aten::mm, addmm, bmm, baddbmm, convolution, the
@@ -113,16 +132,44 @@ class CheckpointOptions {
   // Selective checkpointing by a predicate, called once per op in the forward; an op is kept
   // when keep() names it or the predicate says so.
   CheckpointOptions& keep_if(KeepPolicy policy);
+  // Selective checkpointing with offloading: the policy decides each op's choice, called once per
+  // op in the forward. An op keep() or keep_if() keeps is kept whatever it says.
+  CheckpointOptions& choose(OpChoicePolicy policy);
+  // How the outputs chosen Offload travel (min_bytes, the meter, cpu_copy; not `only`, which
+  // fathom sets to the chosen outputs).
+  CheckpointOptions& offload_options(OffloadOptions options) {
+    offload_options_ = std::move(options);
+    return *this;
+  }
+  const OffloadOptions& offload_options() const noexcept { return offload_options_; }
+  // The inputs, which the checkpoint holds for its recompute, go to host memory too (and come
+  // back for the recompute), as the outputs chosen Offload do.
+  CheckpointOptions& offload_inputs(bool v) {
+    offload_inputs_ = v;
+    return *this;
+  }
+  bool offload_inputs() const noexcept { return offload_inputs_; }
   const std::vector<std::string>& kept_ops() const noexcept { return keep_; }
   const KeepPolicy& keep_policy() const noexcept { return keep_if_; }
-  bool selective() const noexcept { return !keep_.empty() || static_cast<bool>(keep_if_); }
-  bool keeps(const CheckpointedOp& op) const;
+  const OpChoicePolicy& choice_policy() const noexcept { return choose_; }
+  bool selective() const noexcept {
+    return !keep_.empty() || static_cast<bool>(keep_if_) || static_cast<bool>(choose_);
+  }
+  // A policy reads the op's FLOPs or size (keep_if, choose): fathom counts them for it.
+  bool has_predicate() const noexcept {
+    return static_cast<bool>(keep_if_) || static_cast<bool>(choose_);
+  }
+  OpChoice choice(const CheckpointedOp& op) const;
+  bool keeps(const CheckpointedOp& op) const { return choice(op) != OpChoice::Recompute; }
 
  private:
   bool preserve_rng_state_ = true;
   std::vector<std::shared_ptr<torch::nn::Module>> modules_;
   std::vector<std::string> keep_;
   KeepPolicy keep_if_;
+  OpChoicePolicy choose_;
+  OffloadOptions offload_options_;
+  bool offload_inputs_ = false;
 };
 
 namespace detail {

@@ -103,6 +103,13 @@ class OffloadOptions {
     return *this;
   }
   const std::optional<OffloadMeter>& meter() const noexcept { return meter_; }
+  // Offloads only the saved tensors the predicate accepts (called at each save, in the forward);
+  // the rest stay as autograd keeps them. Unset: every saved tensor of min_bytes or more.
+  OffloadOptions& only(std::function<bool(const at::Tensor&)> accept) {
+    only_ = std::move(accept);
+    return *this;
+  }
+  const std::function<bool(const at::Tensor&)>& only() const noexcept { return only_; }
   // The unit's name in fallback warnings.
   OffloadOptions& name(std::string v) {
     name_ = std::move(v);
@@ -115,6 +122,7 @@ class OffloadOptions {
   bool cpu_copy_ = false;
   std::optional<OffloadMeter> meter_;
   std::string name_;
+  std::function<bool(const at::Tensor&)> only_;
 };
 
 using OffloadFunction = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;

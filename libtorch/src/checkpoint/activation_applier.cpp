@@ -25,7 +25,7 @@ ActivationAssignment whole(const ActivationPlan& plan, const std::vector<UnitAct
   const auto& choices = plan.assignment.choices;
   ActivationAssignment a;
   a.choices = choices;
-  a.segments = plan.assignment.segments;
+  a.segments = plan.assignment.segments;  // inputs: every one kept, as a unit run whole keeps it
   for (std::size_t i = 0; i < choices.size(); ++i) {
     const int u = static_cast<int>(i);
     if (in_segment(plan.assignment.segments, u)) continue;
@@ -45,7 +45,7 @@ ActivationAssignment whole(const ActivationPlan& plan, const std::vector<UnitAct
 
 std::vector<UnitAction> unit_actions(const std::vector<ActivationUnit>& units,
                                      const ActivationAssignment& assignment,
-                                     const std::vector<std::vector<std::vector<int>>>& group_ops) {
+                                     const std::vector<std::vector<int>>& producers) {
   std::vector<UnitAction> out(assignment.choices.size());
   for (std::size_t i = 0; i < assignment.choices.size(); ++i) {
     const auto& choices = assignment.choices[i];
@@ -63,15 +63,31 @@ std::vector<UnitAction> unit_actions(const std::vector<ActivationUnit>& units,
       a.kind = UnitActionKind::Recompute;
       continue;
     }
-    if (all_keep) continue;
+    a.offloads_input = assignment.input(i) == TensorChoice::Offload;
+    if (all_keep && !a.offloads_input) continue;
     a.kind = UnitActionKind::Mixed;
+    a.recomputes = any_recompute;
     for (std::size_t g = 0; g < choices.size(); ++g) {
-      if (i >= group_ops.size() || g >= group_ops[i].size() || group_ops[i][g].empty()) continue;
-      const int last_op = group_ops[i][g].back();
-      if (choices[g] == TensorChoice::Keep) a.kept_op_positions.push_back(last_op);
-      if (choices[g] == TensorChoice::Offload) a.offloaded_op_positions.push_back(last_op);
+      if (i >= producers.size() || g >= producers[i].size() || producers[i][g] < 0) continue;
+      const int op = producers[i][g];
+      if (choices[g] == TensorChoice::Keep) a.kept_op_positions.push_back(op);
+      if (choices[g] == TensorChoice::Offload) a.offloaded_op_positions.push_back(op);
     }
   }
+  return out;
+}
+
+std::vector<CheckpointSegment> recompute_segments(const ActivationAssignment& assignment,
+                                                  const std::vector<UnitAction>& actions) {
+  std::vector<CheckpointSegment> out = assignment.segments;
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    const int u = static_cast<int>(i);
+    if (actions[i].kind == UnitActionKind::Recompute && !in_segment(assignment.segments, u))
+      out.push_back({u, u + 1});
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointSegment& x, const CheckpointSegment& y) {
+    return x.begin < y.begin;
+  });
   return out;
 }
 
@@ -103,9 +119,8 @@ WholeUnitPlan apply_whole_units(const std::vector<ActivationUnit>& units,
   r.fits = r.cost.peak_bytes <= plan.budget_bytes;
   for (int i : mixed) (recompute[i] ? r.recomputed_whole : r.kept_whole).push_back(i);
   if (!mixed.empty()) {
-    r.message =
-        "units the plan keeps in part (" + names(units, mixed) +
-        ") run whole in this build, which has no selective checkpointing or offloading yet:";
+    r.message = "units the plan keeps in part (" + names(units, mixed) +
+                ") run whole: this process cannot run selective checkpoints;";
     if (!r.recomputed_whole.empty()) r.message += " recomputed " + names(units, r.recomputed_whole);
     if (!r.kept_whole.empty())
       r.message += std::string(r.recomputed_whole.empty() ? "" : ";") + " kept " +

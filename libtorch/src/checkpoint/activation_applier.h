@@ -2,14 +2,13 @@
 // What a joint activation plan (fathom/activation_plan.h) asks of each unit, and the part of it
 // this build can run. Torch-free: plain plans in, plain actions and segments out.
 //
-// A unit whose groups are all kept runs plainly; all recomputed, it runs through the block
-// checkpointing fathom has (fathom::checkpoint over the unit). A unit that keeps some groups and
-// recomputes or offloads others needs selective checkpointing (a keep list inside a checkpointed
-// unit) and activation offloading, which this build does not have: UnitAction names what such a
-// unit keeps and offloads (by the positions of the ops that produce them in the unit's forward)
-// for the applier that will, and apply_whole_units runs it whole instead: kept, if the plan
-// still fits its budget so, else recomputed whole, deciding unit by unit in chain order with
-// evaluate_activations, and says which units it changed.
+// A unit whose groups are all kept runs plainly; all recomputed, it runs through block
+// checkpointing (fathom::checkpoint over the unit); kept in part, it runs as mixed_unit.h says
+// (selective checkpointing, offloading), naming the groups by the positions of the ops that
+// produce their saved storages in the unit's forward. Where this process cannot run selective
+// checkpoints (the dispatcher refused fathom's op interception), apply_whole_units runs each such
+// unit whole instead: kept, if the plan still fits its budget so, else recomputed whole,
+// deciding unit by unit in chain order with evaluate_activations, and says which units it changed.
 #include <fathom/activation_plan.h>
 
 #include <string>
@@ -27,15 +26,22 @@ struct UnitAction {
   UnitActionKind kind = UnitActionKind::Keep;
   std::vector<int> kept_op_positions;       // Mixed: ops whose outputs stay on the device
   std::vector<int> offloaded_op_positions;  // Mixed: ops whose outputs go to host memory
+  bool recomputes = false;                  // Mixed: some group is recomputed
+  bool offloads_input = false;              // Mixed: what it holds of its input goes to the host
 };
 
-// group_ops[unit][group]: the positions of each group's ops (unit_measure.h's MeasuredUnit); a
-// group's output is that of its last op. A kept group that saves nothing (a unit's last product,
-// whose output only the next unit saves) holds nothing either way: a unit that recomputes all its
-// other groups is recomputed whole (the same memory, that group's time more).
+// producers[unit][group]: the position of the op that makes each group's output (unit_measure.h's
+// MeasuredUnit::group_producer; -1 when not known: the group is then not named). A kept group that
+// saves nothing (a unit's last product, whose output only the next unit saves) holds nothing
+// either way: a unit that recomputes all its other groups is recomputed whole (the same memory,
+// that group's time more).
 std::vector<UnitAction> unit_actions(const std::vector<ActivationUnit>& units,
                                      const ActivationAssignment& assignment,
-                                     const std::vector<std::vector<std::vector<int>>>& group_ops);
+                                     const std::vector<std::vector<int>>& producers);
+
+// The whole-recompute segments a plan runs: its own, and each Recompute unit outside them.
+std::vector<CheckpointSegment> recompute_segments(const ActivationAssignment& assignment,
+                                                  const std::vector<UnitAction>& actions);
 
 struct WholeUnitPlan {
   ActivationAssignment

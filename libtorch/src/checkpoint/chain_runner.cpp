@@ -15,6 +15,7 @@
 
 #include "checkpoint/chain_nesting.h"
 #include "checkpoint/checkpoint_extension.h"
+#include "checkpoint/mixed_unit.h"
 #include "checkpoint/unit_measure.h"
 #include "collect/clock.h"
 #include "measure/saved_tensor_meter.h"
@@ -142,6 +143,25 @@ at::Tensor checkpoint_items(torch::nn::Sequential& seq, int begin, int end, cons
       x, options);
 }
 
+// Items [m.begin, m.end) of seq as one unit that the joint plan keeps in part.
+at::Tensor mixed_items(torch::nn::Sequential& seq, const CheckpointExtension::MixedRun& m,
+                       const at::Tensor& x, RecomputeClock clock) {
+  std::vector<std::shared_ptr<torch::nn::Module>> modules;
+  for (int i = m.begin; i < m.end; ++i) modules.push_back(seq->ptr(static_cast<std::size_t>(i)));
+  return run_mixed_unit(
+      [seq, begin = m.begin, end = m.end, clock](const at::Tensor& input) mutable {
+        RecomputeTimer timer(clock);
+        at::Tensor y = input;
+        for (int i = begin; i < end; ++i) {
+          auto& item = *(seq->begin() + i);
+          ModuleScope range(*item.ptr());
+          y = item.forward(y);
+        }
+        return y;
+      },
+      x, m.run, modules);
+}
+
 // Clears the current block on the way out unless an exception passes: then the out-of-memory
 // diagnosis still knows which block was running.
 class CurrentBlock {
@@ -184,11 +204,25 @@ at::Tensor run_sequential(torch::nn::Sequential& seq, const at::Tensor& input,
       if (!ext->named(chain, i))
         ext->name_block(chain, i, ext->label_of(*seq->ptr(static_cast<std::size_t>(i)), i));
   }
+  static const std::vector<CheckpointExtension::MixedRun> kNoMixed;
+  const std::vector<CheckpointExtension::MixedRun>& mixed =
+      ext && !checkpointed ? ext->planned_mixed(chain) : kNoMixed;
   const bool profiling = ext && ext->profiling();
   ChainNesting nested;  // items that run a Sequential of their own are one block
   at::Tensor x = input;
-  std::size_t next = 0;
+  std::size_t next = 0, next_mixed = 0;
   for (int i = 0; i < n;) {
+    if (next_mixed < mixed.size() && mixed[next_mixed].begin == i) {
+      const CheckpointExtension::MixedRun& m = mixed[next_mixed++];
+      for (int k = m.begin; k < m.end; ++k) ext->set_checkpointed(chain, k, m.run.recompute);
+      CurrentBlock current(*ext, chain, m.begin);
+      std::optional<Probe> probe;
+      if (profiling) probe.emplace(*ext, chain, -1, x);
+      x = mixed_items(seq, m, x, ext->recompute_clock());
+      if (probe) probe->finish(x);
+      i = m.end;
+      continue;
+    }
     if (next < segments->size() && (*segments)[next].begin == i) {
       const CheckpointSegment s = (*segments)[next++];
       if (!ext) {
@@ -249,13 +283,24 @@ at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorF
   bool checkpointed = false;
   for (const CheckpointSegment& s : ext->planned_segments(chain))
     checkpointed = checkpointed || (s.begin <= index && index < s.end);
+  const CheckpointExtension::MixedRun* mixed = nullptr;
+  for (const CheckpointExtension::MixedRun& m : ext->planned_mixed(chain))
+    if (m.begin == index) mixed = &m;
+  if (mixed) checkpointed = mixed->run.recompute;
   ext->set_checkpointed(chain, index, checkpointed);
   detail::CurrentBlock current(*ext, chain, index);
   ChainNesting nested(module.get());
   std::optional<detail::Probe> probe;
-  if (ext->profiling()) probe.emplace(*ext, chain, checkpointed ? -1 : index, input);
+  if (ext->profiling()) probe.emplace(*ext, chain, checkpointed || mixed ? -1 : index, input);
   at::Tensor y;
-  if (checkpointed) {
+  if (mixed) {
+    y = detail::run_mixed_unit(
+        [forward, clock = ext->recompute_clock()](const at::Tensor& in) {
+          detail::RecomputeTimer timer(clock);
+          return forward(in);
+        },
+        input, mixed->run, {module});
+  } else if (checkpointed) {
     y = checkpoint(
         [forward, clock = ext->recompute_clock()](const at::Tensor& in) {
           detail::RecomputeTimer timer(clock);

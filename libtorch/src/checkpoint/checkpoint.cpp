@@ -18,6 +18,7 @@
 
 #include "checkpoint/chain_nesting.h"
 #include "checkpoint/op_interception.h"
+#include "offload/offload_unit.h"
 
 namespace fathom {
 namespace {
@@ -237,6 +238,10 @@ struct CheckpointState : torch::CustomClassHolder {
   // checkpoint, every op recomputed).
   CheckpointOptions policy;
   std::shared_ptr<detail::OpLog> log;
+  // The storages of the kept outputs chosen Offload (and of the inputs, offload_inputs), from the
+  // forward's end until autograd has saved them (the offload scope around the function takes
+  // only these).
+  std::unordered_set<const c10::StorageImpl*> offload;
 };
 
 // Runs the function with this checkpoint's op interception: recording the forward or replaying
@@ -269,7 +274,13 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     std::vector<at::Tensor> saved = inputs.vec();
     if (state->log) {
       std::vector<std::string> demoted;
-      for (at::Tensor& t : state->log->take_kept(&demoted)) saved.push_back(std::move(t));
+      std::vector<bool> offload;
+      std::vector<at::Tensor> kept = state->log->take_kept(&demoted, &offload);
+      for (std::size_t i = 0; i < kept.size(); ++i) {
+        if (offload[i] && kept[i].has_storage())
+          state->offload.insert(kept[i].storage().unsafeGetStorageImpl());
+        saved.push_back(std::move(kept[i]));
+      }
       if (!demoted.empty()) {
         TORCH_WARN_ONCE(
             "fathom::checkpoint (selective): the checkpointed function changes the "
@@ -394,7 +405,23 @@ std::vector<at::Tensor> detail::checkpoint_tensors(const TensorsFunction& fn,
         "fathom::checkpoint: no input requires grad and no module was named, so the checkpointed "
         "part gets no gradients; name its modules with fathom::CheckpointOptions().module(m)");
   }
-  return CheckpointFunction::apply(state, at::TensorList(inputs), at::TensorList(parameters));
+  if (!options.choice_policy() && !options.offload_inputs())
+    return CheckpointFunction::apply(state, at::TensorList(inputs), at::TensorList(parameters));
+  if (options.offload_inputs())
+    for (const at::Tensor& t : inputs)
+      if (t.has_storage()) state->offload.insert(t.storage().unsafeGetStorageImpl());
+  // Outputs chosen Offload: autograd saves the kept outputs once the forward has returned, inside
+  // apply, where this scope takes the chosen ones to host memory.
+  OffloadOptions offload = options.offload_options();
+  offload.only([state](const at::Tensor& t) {
+    return t.has_storage() && state->offload.count(t.storage().unsafeGetStorageImpl()) > 0;
+  });
+  detail::OffloadScope scope(offload);
+  std::vector<at::Tensor> outputs =
+      CheckpointFunction::apply(state, at::TensorList(inputs), at::TensorList(parameters));
+  state->offload.clear();
+  scope.finish(outputs);
+  return outputs;
 }
 
 at::Tensor checkpoint(const TensorFunction& fn, const at::Tensor& input,

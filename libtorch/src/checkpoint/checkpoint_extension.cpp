@@ -217,8 +217,9 @@ void CheckpointExtension::found_blocks_inside(const void* block) noexcept {
 void CheckpointExtension::on_step_begin(std::int64_t step) noexcept {
   step_ = step;
   recompute_ns_->store(0, std::memory_order_relaxed);
-  plan_in_force_ = std::any_of(chains_.begin(), chains_.end(),
-                               [](const Chain& c) { return !c.applied.empty(); });
+  plan_in_force_ = std::any_of(chains_.begin(), chains_.end(), [](const Chain& c) {
+    return !c.applied.empty() || !c.mixed.empty();
+  });
   // Whether saved tensors can be seen is known at the step's first chain (capture_ready).
   profiling_ =
       capture_ != Capture::Off && capture_ != Capture::Unavailable && step < kProfiledSteps;
@@ -274,6 +275,7 @@ void CheckpointExtension::on_step_end(std::int64_t, bool failed) noexcept {
       for (ChainPlan& p : choose_plans(step_peak_, /*apply=*/true)) {
         Chain& c = chains_[p.chain];
         c.applied = p.block.segments;
+        c.mixed = std::move(p.mixed);
         c.plan = std::move(p.block);
         c.joint = std::move(p.joint);
       }
@@ -300,11 +302,14 @@ void CheckpointExtension::on_footprint(FootprintParts& parts, Environment& envir
       // As run: a chain Auto checkpoints keeps only its segments' inputs (the plan in force), not
       // what it would keep unchecked (issue 16: the "as run" fit ignored the checkpointing).
       if (c.measured) {
-        activation_bytes += evaluate_plan(chain_blocks(c), c.applied).stored_bytes;
+        // A joint plan with units kept in part holds what it predicts; a block plan, its own.
+        activation_bytes += !c.mixed.empty() && c.joint
+                                ? c.joint->predicted_stored_bytes
+                                : evaluate_plan(chain_blocks(c), c.applied).stored_bytes;
         blocks += c.size;
         measured = true;
       }
-      checkpointing = checkpointing || !c.applied.empty();
+      checkpointing = checkpointing || !c.applied.empty() || !c.mixed.empty();
     }
     ActivationBytes a;
     if (measured) {

@@ -39,6 +39,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "checkpoint/mixed_unit.h"
 #include "checkpoint/unit_measure.h"
 #include "session/session_extension.h"
 
@@ -83,6 +84,13 @@ class CheckpointExtension final : public SessionExtension {
   const std::vector<CheckpointSegment>& planned_segments(int chain) const {
     return chains_[chain].applied;
   }
+  // A unit Auto's joint plan keeps in part: the chain's blocks [begin, end), run as mixed_unit.h
+  // says.
+  struct MixedRun {
+    int begin = 0, end = 0;
+    MixedUnitRun run;
+  };
+  const std::vector<MixedRun>& planned_mixed(int chain) const { return chains_[chain].mixed; }
   // This step measures blocks (profiled steps, when saved tensors can be seen). The first chain
   // that asks in a profiled step installs the autograd-engine hook (saved_tensor_meter.h): a
   // session that runs no chain, or runs with Options::autograd_hook(false), never replaces
@@ -173,6 +181,7 @@ class CheckpointExtension final : public SessionExtension {
     bool called_this_step = false;
     bool checkpointed_this_step = false;
     std::vector<CheckpointSegment> applied;    // Auto's plan in force (block indices)
+    std::vector<MixedRun> mixed;               // ... and its units kept in part
     std::optional<CheckpointPlanReport> plan;  // the latest plan, applied or suggested
     std::optional<std::int64_t> measured_with_plan;
     std::optional<ActivationPlanReport> joint;  // the latest joint plan, applied or suggested
@@ -193,6 +202,7 @@ class CheckpointExtension final : public SessionExtension {
     int chain = -1;
     CheckpointPlanReport block;
     std::optional<ActivationPlanReport> joint;
+    std::vector<MixedRun> mixed;  // the joint plan's units kept in part, when applied
   };
   // Plans for the chains measured so far, so that together they fit: step_peak (GPU) and the
   // budget decide the activation target. Empty: no pressure, no plan.
@@ -201,9 +211,11 @@ class CheckpointExtension final : public SessionExtension {
                                   const std::string& budget_text, bool apply) const;
   // The joint plan (joint_planning.cpp) for the same budget; replaces block with the report of
   // the whole-unit segments it runs when apply. nullopt: some block's groups were not measured.
+  // mixed_runs gets the units it keeps in part, when apply.
   std::optional<ActivationPlanReport> plan_joint(const Chain& c, std::int64_t activation_budget,
                                                  const std::string& budget_text, bool apply,
-                                                 CheckpointPlanReport& block) const;
+                                                 CheckpointPlanReport& block,
+                                                 std::vector<MixedRun>* mixed_runs) const;
   std::string plan_code(const Chain& c, const std::vector<CheckpointSegment>& segments) const;
   void resolve_timings(bool wait) noexcept;
   // The epoch's ModuleReport: measurements, plans (Suggest plans them here), out-of-memory events.

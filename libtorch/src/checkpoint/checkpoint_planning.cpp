@@ -119,7 +119,7 @@ std::vector<CheckpointExtension::ChainPlan> CheckpointExtension::choose_plans(
   std::int64_t total = 0;
   for (std::size_t i = 0; i < chains_.size(); ++i) {
     const Chain& c = chains_[i];
-    if (!c.measured || !c.applied.empty() || c.size == 0) continue;
+    if (!c.measured || !c.applied.empty() || !c.mixed.empty() || c.size == 0) continue;
     const std::int64_t peak = evaluate_plan(chain_blocks(c), {}).peak_bytes;
     candidates.push_back(static_cast<int>(i));
     unconstrained.push_back(peak);
@@ -145,7 +145,9 @@ std::vector<CheckpointExtension::ChainPlan> CheckpointExtension::choose_plans(
     p.block = plan_chain(c, share, budget_text, apply);
     try {
       CheckpointPlanReport block = p.block;
-      p.joint = plan_joint(c, share, budget_text, apply, block);
+      std::vector<MixedRun> mixed;
+      p.joint = plan_joint(c, share, budget_text, apply, block, &mixed);
+      p.mixed = std::move(mixed);
       p.block = std::move(block);
     } catch (const std::exception& e) {
       // The block plan stands: a joint plan that cannot be made takes nothing from it.
@@ -170,6 +172,7 @@ std::string CheckpointExtension::tighten() noexcept {
             plan_chain(c, now / 2, "half the activation peak that ran out of memory", true);
         if (r.predicted_peak_bytes >= now || r.segments.empty()) continue;  // cannot do better
         c.applied = r.segments;
+        c.mixed.clear();
         c.plan = std::move(r);
         c.joint.reset();  // the block plan runs now, not the joint one
       } else if (!c.registered && c.applied.empty()) {

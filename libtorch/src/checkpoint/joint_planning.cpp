@@ -36,16 +36,16 @@ double measured_link_bytes_per_second(const TransferResult& transfers) {
 
 std::optional<ActivationPlanReport> CheckpointExtension::plan_joint(
     const Chain& c, std::int64_t activation_budget, const std::string& budget_text, bool apply,
-    CheckpointPlanReport& block) const {
+    CheckpointPlanReport& block, std::vector<MixedRun>* mixed_runs) const {
   const FusedChain fused = fused_chain(c);
   // A fused unit (a block and the views or in-place items after it) is its items' groups in
   // order; an item's reads of its input are reads of the item before's last group.
   std::vector<ActivationUnit> units;
-  std::vector<std::vector<std::vector<int>>> group_ops;
+  std::vector<std::vector<int>> producers;  // [unit][group]: op positions in the unit's forward
   for (std::size_t f = 0; f < fused.groups.size(); ++f) {
     ActivationUnit u;
     u.name = fused.blocks[f].name;
-    std::vector<std::vector<int>> ops;
+    std::vector<int> made_by;
     int op_offset = 0;
     const std::vector<int>& members = fused.groups[f];
     for (std::size_t k = 0; k < members.size(); ++k) {
@@ -77,68 +77,94 @@ std::optional<ActivationPlanReport> CheckpointExtension::plan_joint(
         }
         if (members.size() > 1) x.name = b.name + ": " + x.name;
         u.groups.push_back(std::move(x));
-        std::vector<int> positions = b.unit.group_ops[g];
-        for (int& p : positions) p += op_offset;
-        ops.push_back(std::move(positions));
+        const int producer = g < b.unit.group_producer.size() ? b.unit.group_producer[g] : -1;
+        made_by.push_back(producer < 0 ? -1 : producer + op_offset);
       }
       op_offset += b.unit.ops;
       u.output_bytes = b.last.output_bytes;
     }
     units.push_back(std::move(u));
-    group_ops.push_back(std::move(ops));
+    producers.push_back(std::move(made_by));
   }
   if (units.empty()) return std::nullopt;
 
   ActivationPlanOptions options;
-  options.link_bytes_per_second = link_bytes_per_second_;
+  // A CPU has no link; the stand-in (tests, the benchmark) plans as if it had one.
+  const bool on_cpu = !device_ || device_->is_cpu();
+  const double stand_in = on_cpu ? cpu_offload_stand_in() : 0.0;
+  options.link_bytes_per_second = link_bytes_per_second_ > 0 ? link_bytes_per_second_ : stand_in;
   options.max_segment_units = c.registered ? 1 : 0;  // registered blocks: one by one
   const ActivationPlan plan =
       plan_activations(units, std::max<std::int64_t>(activation_budget, 0), options);
   ActivationPlanReport r = activation_plan_report(c.label, units, plan, options);
   r.budget = budget_text;
-  const std::vector<UnitAction> actions = unit_actions(units, plan.assignment, group_ops);
+  const std::vector<UnitAction> actions = unit_actions(units, plan.assignment, producers);
   const bool mixed = std::any_of(actions.begin(), actions.end(), [](const UnitAction& a) {
     return a.kind == UnitActionKind::Mixed;
   });
-  const WholeUnitPlan whole = apply_whole_units(units, plan, actions, options);
-  const std::string mixed_note =
-      mixed ? "\n// the units kept in part need selective checkpointing, which this build does not "
-              "have yet;\n// FATHOM_MODE=auto runs each of them whole instead (kept, or recomputed "
-              "when that is what fits)"
-            : "";
+  std::string cannot_mix;
+  const bool can_mix = !mixed || selective_checkpointing_available(&cannot_mix);
   if (!apply) {
-    // The whole-unit part of the plan is code the user can run today.
+    // The whole-unit part of the plan is code the user can run today; the units kept in part
+    // need fathom's own runner.
     std::vector<CheckpointSegment> whole_segments;
     for (std::size_t i = 0; i < actions.size(); ++i)
       if (actions[i].kind == UnitActionKind::Recompute)
         whole_segments.push_back({static_cast<int>(i), static_cast<int>(i) + 1});
     r.code = whole_segments.empty() ? "// let fathom apply it: FATHOM_MODE=auto"
                                     : plan_code(c, unfuse_segments(fused, whole_segments));
-    r.code += mixed_note;
-    return r;
-  }
-  if (!whole.fits && block.feasible) {
-    // What this build can run of the joint plan does not fit, the block plan does: run that.
-    r.message += "; run whole, its units would not fit the budget (" +
-                 bytes_text(whole.cost.peak_bytes) + "), so fathom runs the block plan instead";
+    if (mixed)
+      r.code +=
+          "\n// the units kept in part (some of their op groups kept, recomputed or offloaded) "
+          "run\n// through fathom's selective checkpointing: FATHOM_MODE=auto applies them";
     return r;
   }
   ActivationPlan ran = plan;
-  ran.assignment = whole.assignment;
-  ran.cost = whole.cost;
-  ran.feasible = whole.fits;
+  std::vector<CheckpointSegment> whole_segments;
+  std::string whole_message;
+  if (can_mix) {
+    whole_segments = recompute_segments(plan.assignment, actions);
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+      const UnitAction& action = actions[i];
+      if (action.kind != UnitActionKind::Mixed) continue;
+      const std::vector<int>& members = fused.groups[i];
+      MixedRun m;
+      m.begin = members.front();
+      m.end = members.back() + 1;
+      m.run.kept = action.kept_op_positions;
+      m.run.offloaded = action.offloaded_op_positions;
+      m.run.recompute = action.recomputes;
+      m.run.offload_input = action.offloads_input;
+      if (stand_in > 0) m.run.offload.cpu_copy(true);
+      m.run.offload.name(c.label + ": " + units[i].name);
+      if (mixed_runs) mixed_runs->push_back(std::move(m));
+    }
+  } else {
+    const WholeUnitPlan whole = apply_whole_units(units, plan, actions, options);
+    if (!whole.fits && block.feasible) {
+      // What can run of the joint plan does not fit, the block plan does: run that.
+      r.message += "; " + whole.message + " run whole, its units would not fit the budget (" +
+                   bytes_text(whole.cost.peak_bytes) +
+                   "), so fathom runs the block plan instead (" + cannot_mix + ")";
+      return r;
+    }
+    ran.assignment = whole.assignment;
+    ran.cost = whole.cost;
+    ran.feasible = whole.fits;
+    whole_segments = whole.assignment.segments;
+    whole_message = whole.message + " (" + cannot_mix + "; the plan itself: peak " +
+                    bytes_text(plan.cost.peak_bytes) + ", " + ms_text(plan.cost.extra_ms()) +
+                    " extra a step)";
+  }
   ActivationPlanReport a = activation_plan_report(c.label, units, ran, options);
   a.budget = budget_text;
   a.message = plan.message;
-  if (!whole.message.empty())
-    a.message += "; " + whole.message + " (the plan itself: peak " +
-                 bytes_text(plan.cost.peak_bytes) + ", " + ms_text(plan.cost.extra_ms()) +
-                 " extra a step)";
-  a.applied = !whole.assignment.segments.empty();
-  // The block plan's report, for the segments that run: the footprint and the measured saved
-  // bytes compare with it.
-  const PlanCost cost = evaluate_plan(fused.blocks, whole.assignment.segments);
-  block.segments = unfuse_segments(fused, whole.assignment.segments);
+  if (!whole_message.empty()) a.message += "; " + whole_message;
+  a.applied = !whole_segments.empty() || (mixed && can_mix);
+  // The block plan's report, for the whole-recompute segments that run: the footprint and the
+  // measured saved bytes compare with it.
+  const PlanCost cost = evaluate_plan(fused.blocks, whole_segments);
+  block.segments = unfuse_segments(fused, whole_segments);
   block.predicted_peak_bytes = cost.peak_bytes;
   block.predicted_stored_bytes = cost.stored_bytes;
   block.recompute_ms = cost.recompute_ms;
@@ -146,7 +172,11 @@ std::optional<ActivationPlanReport> CheckpointExtension::plan_joint(
   block.message = "the joint activation plan's whole units: " + a.message;
   block.applied = a.applied;
   block.code = block.segments.empty() ? "" : plan_code(c, block.segments);
-  a.code = block.code + mixed_note;
+  a.code = block.code;
+  if (mixed && can_mix)
+    a.code += std::string(a.code.empty() ? "" : "\n") +
+              "// the units kept in part run through fathom's selective checkpointing and "
+              "offloading (FATHOM_MODE=auto)";
   return a;
 }
 

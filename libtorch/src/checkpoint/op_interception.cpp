@@ -68,7 +68,7 @@ void record(Context& c, const c10::OperatorHandle& op, c10::DispatchKeySet ks,
   const bool eligible = keepable(schema);
   const std::size_t n_args = schema.arguments().size();
   std::vector<c10::IValue> args;
-  if (eligible && c.policy->keep_policy()) args.assign(stack->end() - n_args, stack->end());
+  if (eligible && c.policy->has_predicate()) args.assign(stack->end() - n_args, stack->end());
   run_kernel(op, ks, stack);
   OpLog::Op entry;
   entry.name = &op.operator_name();
@@ -80,10 +80,12 @@ void record(Context& c, const c10::OperatorHandle& op, c10::DispatchKeySet ks,
     query.overload = op.operator_name().overload_name;
     for (auto it = first; it != stack->end(); ++it)
       if (is_tensor(*it)) query.output_bytes += static_cast<std::int64_t>(it->toTensor().nbytes());
-    if (c.policy->keep_policy())
+    query.index = static_cast<int>(c.log->ops_.size());
+    if (c.policy->has_predicate())
       query.flops = flops_of_call(query.name, args, c10::ArrayRef<c10::IValue>(&*first, n_out));
-    if (c.policy->keeps(query)) {
+    if (const OpChoice choice = c.policy->choice(query); choice != OpChoice::Recompute) {
       entry.kept = true;
+      entry.offload = choice == OpChoice::Offload;
       for (auto it = first; it != stack->end(); ++it) {
         entry.outputs.push_back(*it);
         if (is_tensor(*it)) {
@@ -180,7 +182,8 @@ void register_fallback() {
 
 }  // namespace
 
-std::vector<at::Tensor> OpLog::take_kept(std::vector<std::string>* demoted) {
+std::vector<at::Tensor> OpLog::take_kept(std::vector<std::string>* demoted,
+                                         std::vector<bool>* offload) {
   std::vector<at::Tensor> out;
   for (Op& op : ops_) {
     if (!op.kept) continue;
@@ -201,6 +204,7 @@ std::vector<at::Tensor> OpLog::take_kept(std::vector<std::string>* demoted) {
     for (c10::IValue& v : op.outputs) {
       if (!is_tensor(v)) continue;
       out.push_back(std::move(v).toTensor());
+      if (offload) offload->push_back(op.offload);
       v = c10::IValue();
     }
   }
@@ -271,6 +275,16 @@ OpInterception::OpInterception(OpLog* log, InterceptMode mode, const CheckpointO
 OpInterception::~OpInterception() {
   include_.reset();
   t_context = outer_;
+}
+
+bool interception_available(std::string* why) noexcept {
+  try {
+    register_fallback();
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return false;
+  }
 }
 
 bool intercepting() noexcept { return t_context != nullptr; }

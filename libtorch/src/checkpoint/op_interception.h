@@ -42,6 +42,7 @@ class OpLog {
   struct Op {
     const c10::OperatorName* name = nullptr;  // lives as long as the op is registered
     bool kept = false;
+    bool offload = false;  // kept in host memory (OpChoice::Offload)
     // A kept op's returns while the log holds them (tensors, and the numbers some attention
     // kernels return beside them), and per defined tensor its version counter and its version.
     std::vector<c10::IValue> outputs;
@@ -52,8 +53,10 @@ class OpLog {
   // The kept outputs, in order, moved out of the log (the checkpoint saves them for backward
   // through autograd, so saved-tensor hooks see them). First drops, as not kept, the outputs the
   // function itself changed in place after the op (the recompute then runs the op again, as a
-  // block checkpoint would); `demoted` gets their names.
-  std::vector<at::Tensor> take_kept(std::vector<std::string>* demoted = nullptr);
+  // block checkpoint would); `demoted` gets their names, `offload` whether each returned tensor's
+  // op was chosen Offload.
+  std::vector<at::Tensor> take_kept(std::vector<std::string>* demoted = nullptr,
+                                    std::vector<bool>* offload = nullptr);
   // Throws fathom::Error naming the op when a kept output changed in place since the forward.
   void check_versions() const;
   // Gives back the kept outputs (in take_kept's order) for a recompute.
@@ -94,6 +97,10 @@ class OpInterception {
   InterceptContext self_;
   std::unique_ptr<c10::impl::IncludeDispatchKeyGuard> include_;
 };
+
+// Registers the interception on the dispatcher if it is not yet: false, and why, when it cannot
+// be (OpInterception then throws).
+bool interception_available(std::string* why = nullptr) noexcept;
 
 // True while an OpInterception lives on this thread.
 bool intercepting() noexcept;

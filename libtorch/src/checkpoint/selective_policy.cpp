@@ -44,7 +44,13 @@ CheckpointOptions& CheckpointOptions::keep_if(KeepPolicy policy) {
   return *this;
 }
 
-bool CheckpointOptions::keeps(const CheckpointedOp& op) const {
+CheckpointOptions& CheckpointOptions::choose(OpChoicePolicy policy) {
+  if (!policy) throw Error("fathom::CheckpointOptions::choose: the policy is empty");
+  choose_ = std::move(policy);
+  return *this;
+}
+
+OpChoice CheckpointOptions::choice(const CheckpointedOp& op) const {
   for (const std::string& k : keep_) {
     // "aten::mm" names every overload; "aten::add.Tensor" one.
     if (k.size() == op.name.size()
@@ -52,9 +58,10 @@ bool CheckpointOptions::keeps(const CheckpointedOp& op) const {
             : k.size() == op.name.size() + 1 + op.overload.size() &&
                   k.compare(0, op.name.size(), op.name) == 0 && k[op.name.size()] == '.' &&
                   k.compare(op.name.size() + 1, std::string::npos, op.overload) == 0)
-      return true;
+      return OpChoice::Keep;
   }
-  return keep_if_ && keep_if_(op);
+  if (keep_if_ && keep_if_(op)) return OpChoice::Keep;
+  return choose_ ? choose_(op) : OpChoice::Recompute;
 }
 
 }  // namespace fathom

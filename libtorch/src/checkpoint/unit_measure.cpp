@@ -210,6 +210,7 @@ MeasuredUnit group_unit_ops(const std::vector<UnitOp>& ops, const void* input,
     g.name = ops[pending.back()].name;
     m.unit.groups.push_back(std::move(g));
     m.group_ops.push_back(std::move(positions));
+    m.group_producer.push_back(pending.back());
     pending.clear();
   };
   for (int k = 0; k < n; ++k) {

@@ -42,7 +42,12 @@ namespace fathom::detail {
 struct MeasuredUnit {
   ActivationUnit unit;
   std::vector<std::vector<int>> group_ops;  // [group] -> top-level op positions
-  int ops = 0;                              // top-level ops the forward ran
+  // [group] -> the position of the op that closed it: the one its saved storages are charged to
+  // (not the views or in-place ops that joined the group after it), or for the last group, which
+  // saves nothing, the op that made the unit's output. Keeping a group keeps this op's outputs,
+  // and a recompute does not run it again.
+  std::vector<int> group_producer;
+  int ops = 0;  // top-level ops the forward ran
 };
 
 // What one top-level op did, as plain values: the recorder's record and the grouping's input.

@@ -10,27 +10,57 @@
 #include "offload/offload_unit.h"
 
 namespace fathom {
+namespace detail {
 namespace {
+
+// The unit that ran last on this thread: the one whose tensors come back when this one's backward
+// begins (units run forward in order, backward in reverse).
+thread_local std::weak_ptr<OffloadUnit> last_unit;
+
+}  // namespace
 
 // The saved tensors of one unit's forward, on the forward's thread. Parameters stay: they live
 // on the device for the optimizer anyway.
-class OffloadPacker final : public detail::SavedTensorPacker {
+class OffloadScope::Packer final : public SavedTensorPacker {
  public:
-  explicit OffloadPacker(std::shared_ptr<detail::OffloadUnit> unit) : unit_(std::move(unit)) {}
+  explicit Packer(std::shared_ptr<OffloadUnit> unit) : unit_(std::move(unit)) {}
   std::unique_ptr<Packed> pack(const at::Tensor& tensor, bool parameter) override {
     if (parameter) return nullptr;
     return unit_->pack(tensor);
   }
 
  private:
-  std::shared_ptr<detail::OffloadUnit> unit_;
+  std::shared_ptr<OffloadUnit> unit_;
 };
 
-// The unit that ran last on this thread: the one whose tensors come back when this one's backward
-// begins (units run forward in order, backward in reverse).
-thread_local std::weak_ptr<detail::OffloadUnit> last_unit;
+OffloadScope::OffloadScope(const OffloadOptions& options) {
+  std::shared_ptr<OffloadMeterState> meter =
+      options.meter() ? options.meter()->state() : std::make_shared<OffloadMeterState>();
+  unit_ = std::make_shared<OffloadUnit>(options, meter, last_unit);
+  last_unit = unit_;
+  {
+    std::lock_guard<std::mutex> lock(meter->mu);
+    ++meter->totals.calls;
+  }
+  packer_ = std::make_unique<Packer>(unit_);
+  if (!packer_->active()) {
+    std::string why;
+    SavedTensorPacker::available(&why);
+    unit_->fall_back("fathom's autograd-engine hook is not installed: " + why);
+  }
+}
 
-}  // namespace
+OffloadScope::~OffloadScope() = default;
+
+void OffloadScope::finish(const std::vector<at::Tensor>& outputs) {
+  packer_.reset();
+  unit_->end_forward();
+  for (const at::Tensor& out : outputs)
+    if (out.defined() && out.requires_grad())
+      out.register_hook([unit = unit_](const at::TensorBase&) { unit->on_backward_begin(); });
+}
+
+}  // namespace detail
 
 OffloadMeter::OffloadMeter() : state_(std::make_shared<detail::OffloadMeterState>()) {}
 
@@ -54,29 +84,10 @@ std::vector<at::Tensor> detail::offload_tensors(const OffloadFunction& fn,
     throw Error("fathom::offload: OffloadOptions::min_bytes is " +
                 std::to_string(options.min_bytes()) + "; give 0 or more bytes");
   if (!at::GradMode::is_enabled()) return fn(inputs);  // nothing is saved
-  std::shared_ptr<OffloadMeterState> meter =
-      options.meter() ? options.meter()->state() : std::make_shared<OffloadMeterState>();
-  auto unit = std::make_shared<OffloadUnit>(options, meter, last_unit);
-  last_unit = unit;
-  {
-    std::lock_guard<std::mutex> lock(meter->mu);
-    ++meter->totals.calls;
-  }
-  std::vector<at::Tensor> outputs;
-  {
-    OffloadPacker packer(unit);
-    if (!packer.active()) {
-      std::string why;
-      SavedTensorPacker::available(&why);
-      unit->fall_back("fathom's autograd-engine hook is not installed: " + why);
-    }
-    outputs = fn(inputs);
-  }
-  unit->end_forward();
+  OffloadScope scope(options);
+  std::vector<at::Tensor> outputs = fn(inputs);
   // The unit's backward begins when the gradient of one of its outputs is ready.
-  for (const at::Tensor& out : outputs)
-    if (out.defined() && out.requires_grad())
-      out.register_hook([unit](const at::TensorBase&) { unit->on_backward_begin(); });
+  scope.finish(outputs);
   return outputs;
 }
 

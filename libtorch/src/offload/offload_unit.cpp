@@ -1,9 +1,14 @@
 #include "offload/offload_unit.h"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <fathom/error.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
 
 #include "records/warning_sink.h"
 
@@ -19,6 +24,16 @@ at::Tensor bytes_of(const c10::Storage& storage, c10::Device device, std::int64_
   at::Tensor b = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(device));
   b.set_(storage, 0, {nbytes}, {1});
   return b;
+}
+
+// The CPU path's "host memory": bytes from malloc, outside LibTorch's CPU allocator, as pinned
+// host memory is outside the CUDA caching allocator. So what the CPU allocator counts on the CPU
+// path is what a device would hold (the benchmark's peaks), not the copies.
+at::Tensor host_buffer(std::int64_t nbytes) {
+  void* p = std::malloc(static_cast<std::size_t>(std::max<std::int64_t>(nbytes, 1)));
+  if (!p) throw std::bad_alloc();
+  return at::from_blob(
+      p, {nbytes}, [](void* q) { std::free(q); }, at::TensorOptions().dtype(at::kByte));
 }
 
 // A saved tensor as the unit holds it: its storage's entry and where in the storage it lies.
@@ -120,6 +135,8 @@ void OffloadUnit::count_kept(std::int64_t bytes) noexcept {
 
 std::unique_ptr<SavedTensorPacker::Packed> OffloadUnit::pack(const at::Tensor& t) noexcept {
   try {
+    // Not chosen: left to the packers outside this unit's, not counted as kept here.
+    if (options_.only() && !options_.only()(t)) return nullptr;
     // Only plain strided storages come back as they left: a conjugate or negative view's bit, a
     // sparse or nested layout would be lost by copying bytes.
     if (!t.has_storage() || t.layout() != at::kStrided || t.is_conj() || t.is_neg() ||
@@ -192,7 +209,7 @@ void OffloadUnit::copy_out(OffloadEntry& e, const at::Tensor& t) {
   at::NoGradGuard no_grad;
   const at::Tensor bytes = bytes_of(t.storage(), e.device, e.nbytes);
   if (e.device.is_cpu()) {
-    e.host = at::empty({e.nbytes}, at::TensorOptions().dtype(at::kByte));
+    e.host = host_buffer(e.nbytes);
     e.host.copy_(bytes);
     return;
   }

@@ -84,4 +84,25 @@ class OffloadUnit : public std::enable_shared_from_this<OffloadUnit> {
   bool fell_back_ = false;
 };
 
+// One unit's offloading on this thread, from its forward's first save to its outputs: the unit
+// (chained to the one before it on this thread, whose tensors come back one unit ahead) and the
+// packer that hands it the saved tensors. fathom::offload runs a function inside one; a selective
+// checkpoint runs its autograd function inside one for the outputs it offloads.
+class OffloadScope {
+ public:
+  explicit OffloadScope(const OffloadOptions& options);
+  ~OffloadScope();
+  OffloadScope(const OffloadScope&) = delete;
+  OffloadScope& operator=(const OffloadScope&) = delete;
+
+  // After the forward: the unit lets the forward's storages go, and its backward begins when the
+  // gradient of one of outputs is ready.
+  void finish(const std::vector<at::Tensor>& outputs);
+
+ private:
+  class Packer;
+  std::shared_ptr<OffloadUnit> unit_;
+  std::unique_ptr<Packer> packer_;
+};
+
 }  // namespace fathom::detail
