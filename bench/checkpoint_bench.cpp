@@ -5,7 +5,7 @@
 // 50 % and 33 % of the unchecked run's activation peak. Then how long the planner takes for a
 // chain of 200 blocks. Offload rows follow each model's table (bench_offload).
 //
-//   checkpoint_bench [--repeats N] [--json FILE]
+//   checkpoint_bench [--repeats N] [--json FILE] [--model cnn|mlp|transformer]
 //
 // Columns: "peak" is the measured activation peak of a forward+backward step (bytes alive above
 // the parameters, gradients and batch, counted by a CPU allocator wrapper) and its share of the
@@ -28,6 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "checkpoint/mixed_unit.h"
 #include "cpu_peak_allocator.h"
 #include "measure/op_flop_callback.h"
 #include "measure/saved_tensor_meter.h"
@@ -138,13 +139,14 @@ std::vector<fathom::ChainBlock> measure(Model& m) {
 
 // One row: how the Sequential's items are checkpointed.
 struct Strategy {
-  std::string name;   // none, sqrt(n), block, selective (offload: bench_offload; joint: to come)
+  std::string name;   // none, sqrt(n), block, selective, joint (offload: bench_offload)
   double budget = 0;  // the share of the unchecked peak it was planned for; 0: none
   std::string label;  // as printed
   std::vector<fathom::CheckpointSegment> segments;  // of the Sequential's items
   bool selective = false;                           // keep(expensive_ops()) in every segment
   std::int64_t predicted_peak = -1;                 // the block planner's, where it planned
   bool infeasible = false;                          // the least-memory plan, above the budget
+  bool session_plan = false;  // joint: the Sequential runs as the open session's Auto plan says
 };
 
 struct Outcome {
@@ -161,8 +163,9 @@ const fathom::CheckpointOptions& keep_expensive() {
 }
 
 at::Tensor step_loss(Model& m, const Strategy& s) {
-  const at::Tensor y = s.selective ? fathom::forward(m.seq, m.x, s.segments, keep_expensive())
-                                   : fathom::forward(m.seq, m.x, s.segments);
+  const at::Tensor y = s.session_plan ? fathom::forward(m.seq, m.x)
+                       : s.selective  ? fathom::forward(m.seq, m.x, s.segments, keep_expensive())
+                                      : fathom::forward(m.seq, m.x, s.segments);
   return y.pow(2).mean();
 }
 
@@ -305,6 +308,65 @@ std::vector<Strategy> selective_rows(Model& m, const std::vector<fathom::ChainBl
   return rows;
 }
 
+// The offload stand-in's link for the joint rows with offloading: 25 GB/s each way, what a PCIe
+// 4.0 x16 link moves (mixed_unit.h: on a CPU the offloaded groups take the CPU copy path, whose
+// host copies are malloc'd outside the allocator this bench counts, as pinned host memory is
+// outside the CUDA allocator).
+constexpr double kStandInLink = 25e9;
+
+struct JointRow {
+  Strategy strategy;
+  Outcome outcome;
+  fathom::ActivationPlanReport plan;  // as the session reported it
+  bool planned = false;
+};
+
+// A joint row: fathom's Auto mode measures every block's op groups in its first steps, plans keep,
+// recompute or offload per group under the budget (activation_plan.h; budget: the planners'
+// bytes for `share`, as the block rows') and runs the plan (mixed_unit.h); the row is measured
+// while the session's epoch is open, so every step runs the plan. link: the stand-in's (0: none, so
+// nothing is offloaded and the plan only keeps or recomputes).
+JointRow joint_row(Model& m, double share, std::int64_t budget, double link, int repeats,
+                   bench::CpuPeakAllocator& alloc) {
+  fathom::detail::set_cpu_offload_stand_in(link);
+  JointRow r;
+  r.strategy.name = link > 0 ? "joint" : "joint (no link)";
+  r.strategy.budget = share;
+  r.strategy.session_plan = true;
+  {
+    fathom::Session session(fathom::Options()
+                                .mode(fathom::Mode::Auto)
+                                .print_report(false)
+                                .report_dir("/tmp/fathom-checkpoint-bench")
+                                .run_name(m.name + "-joint")
+                                .checkpoint_budget(fathom::MemoryBudget::bytes(budget)));
+    fathom::configure_amp(session, fathom::AmpOptions().when(fathom::AmpOptions::When::Never));
+    session.watch(*m.seq);
+    {
+      auto e = session.epoch();
+      for (int s = 0; s < 3; ++s) {  // the profiled steps: measured, then planned
+        auto step = e.step();
+        zero_grads(m);
+        fathom::forward(m.seq, m.x).pow(2).mean().backward();
+      }
+      r.outcome = evaluate(m, r.strategy, repeats, alloc);
+    }
+    const auto& modules = session.report().epochs.at(0).modules;
+    if (modules && !modules->activation_plans.empty()) {
+      r.plan = modules->activation_plans.front();
+      r.planned = true;
+      r.strategy.predicted_peak = r.plan.predicted_peak_bytes;
+      r.strategy.infeasible = !r.plan.feasible;
+    }
+  }
+  fathom::detail::set_cpu_offload_stand_in(0);
+  char label[48];
+  std::snprintf(label, sizeof label, "%s @ %.0f%%%s", link > 0 ? "joint" : "joint, no link",
+                share * 100, r.strategy.infeasible ? "*" : "");
+  r.strategy.label = label;
+  return r;
+}
+
 void bench_model(Model& m, int repeats, bench::CpuPeakAllocator& alloc,
                  std::vector<JsonRow>& json) {
   const std::vector<fathom::ChainBlock> chain = measure(m);
@@ -315,15 +377,22 @@ void bench_model(Model& m, int repeats, bench::CpuPeakAllocator& alloc,
 
   std::vector<Strategy> rows;
   rows.push_back({"none", 0, "none", {}, false, none_pred.peak_bytes});
+  const Outcome none = evaluate(m, rows[0], repeats, alloc);
+  // The budgets are of the measured peak, as on a GPU, where fathom plans against the allocator's
+  // step peak: the planners are given share x that peak less what the plain run holds beyond
+  // their model (the loss's tensors, the gradients flowing between blocks), which no plan changes.
+  const std::int64_t beyond_model = std::max<std::int64_t>(0, none.peak - none_pred.peak_bytes);
+  auto budget_for = [&](double share) {
+    return std::max<std::int64_t>(
+        0, static_cast<std::int64_t>(share * static_cast<double>(none.peak)) - beyond_model);
+  };
   {
     const auto segs = fathom::sqrt_segments(static_cast<int>(fused.blocks.size()));
     rows.push_back({"sqrt(n)", 0, "sqrt(n) segments", fathom::unfuse_segments(fused, segs), false,
                     fathom::evaluate_plan(fused.blocks, segs).peak_bytes});
   }
   for (double share : kBudgets) {
-    const auto budget =
-        static_cast<std::int64_t>(share * static_cast<double>(none_pred.peak_bytes));
-    fathom::CheckpointPlan plan = fathom::plan_checkpoints(fused.blocks, budget);
+    fathom::CheckpointPlan plan = fathom::plan_checkpoints(fused.blocks, budget_for(share));
     Strategy s;
     s.name = "block";
     s.budget = share;
@@ -339,15 +408,19 @@ void bench_model(Model& m, int repeats, bench::CpuPeakAllocator& alloc,
     s.predicted_peak = fathom::evaluate_plan(fused.blocks, plan.segments).peak_bytes;
     rows.push_back(s);
   }
-  const Outcome none = evaluate(m, rows[0], repeats, alloc);
   for (Strategy& s : selective_rows(m, chain, none.peak, alloc)) rows.push_back(std::move(s));
-  // --- offload rows: bench_offload, after this table (they measure resident saved bytes) ---
-  // --- joint rows (keep / recompute / offload per tensor, activation_plan.h) once both exist ---
+  std::vector<JointRow> joint;
+  for (double link : {0.0, kStandInLink})
+    for (double share : kBudgets)
+      joint.push_back(joint_row(m, share, budget_for(share), link, repeats, alloc));
+  std::printf(
+      "  (planned for the measured peak's share less %s the plain run holds beyond the "
+      "planners' model)\n",
+      mib(beyond_model).c_str());
 
   std::printf("  %-18s %4s %11s %6s %11s %13s %9s %9s %9s %6s\n", "strategy", "segs", "peak",
               "of none", "pred.", "recomp. FLOPs", "step ms", "cpu ms", "overhead", "grads");
-  for (const Strategy& s : rows) {
-    const Outcome got = s.name == "none" ? none : evaluate(m, s, repeats, alloc);
+  auto print_row = [&](const Strategy& s, const Outcome& got) {
     const double peak_fraction = static_cast<double>(got.peak) / static_cast<double>(none.peak);
     const double flop_fraction =
         none.forward_flops > 0 ? static_cast<double>(got.backward_flops - none.backward_flops) /
@@ -360,12 +433,31 @@ void bench_model(Model& m, int repeats, bench::CpuPeakAllocator& alloc,
                 got.step_ms, got.cpu_ms, 100.0 * (got.step_ms / none.step_ms - 1.0),
                 same ? "same" : "DIFFER");
     json.push_back({m.name, s.name, s.budget, peak_fraction, flop_fraction, same});
-  }
+  };
+  for (const Strategy& s : rows)
+    print_row(s, s.name == "none" ? none : evaluate(m, s, repeats, alloc));
+  for (const JointRow& j : joint) print_row(j.strategy, j.outcome);
   for (const Strategy& s : rows) {
     if (s.segments.empty()) continue;
     std::printf("  %-18s checkpoints", s.label.c_str());
     for (const auto& seg : s.segments) std::printf(" [%d, %d)", seg.begin, seg.end);
     std::printf(" of the Sequential's items\n");
+  }
+  for (const JointRow& j : joint) {
+    if (!j.planned) {
+      std::printf("  %-18s no joint plan was made (the blocks' op groups were not measured)\n",
+                  j.strategy.label.c_str());
+      continue;
+    }
+    std::int64_t kept = 0, recomputed = 0, offloaded = 0;
+    for (const fathom::ActivationModuleRow& row : j.plan.modules) {
+      kept += row.kept_bytes;
+      recomputed += row.recomputed_bytes;
+      offloaded += row.offloaded_bytes;
+    }
+    std::printf("  %-18s kept %s, recomputed %s, offloaded %s of the blocks' saved bytes%s\n",
+                j.strategy.label.c_str(), mib(kept).c_str(), mib(recomputed).c_str(),
+                mib(offloaded).c_str(), j.plan.applied ? "" : " (NOT APPLIED)");
   }
   std::printf(
       "  * the budget is below what any plan of this kind reaches: the row is its least-memory "
@@ -519,10 +611,11 @@ void bench_offload(Model& m, int repeats, std::vector<JsonRow>& json) {
 
 int main(int argc, char** argv) {
   int repeats = 3;
-  std::string json_path;
+  std::string json_path, only;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--repeats") repeats = std::max(1, std::stoi(argv[i + 1]));
     if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
+    if (std::string(argv[i]) == "--model") only = argv[i + 1];
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured
   bench::CpuPeakAllocator alloc;  // before the models: their parameters are counted out anyway
@@ -540,11 +633,12 @@ int main(int argc, char** argv) {
               at::get_num_threads());
   std::vector<JsonRow> json;
   for (Model& m : models) {
+    if (!only.empty() && m.name != only) continue;
     m.seq->train();
     bench_model(m, repeats, alloc, json);
     bench_offload(m, repeats, json);
   }
-  bench_planner();
+  if (only.empty()) bench_planner();
   if (!json_path.empty()) write_json(json_path, json);
   return 0;
 }
