@@ -89,6 +89,20 @@ class Session:
             self._hooks.append(module.register_forward_hook(r.post_hook, always_call=True))
         return model
 
+    def forward(self, module, *args, **kwargs):
+        """Runs module(*args, **kwargs) as fathom::forward does in C++: when Auto mode's mixed
+        precision made it fail (an op with no 16-bit kernel), mixed precision is off for good and
+        it runs again at once in fp32, so Auto never ends the loop. Auto tries mixed precision
+        only in loops whose forwards run through here: elsewhere such a failure would reach the
+        loop. Call it inside `with step.forward():`."""
+        self._c.amp_region_runs()
+        try:
+            return module(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 (fathom decides whether it was its own doing)
+            if not self._c.amp_region_failed(str(e)):
+                raise
+        return module(*args, **kwargs)
+
     def configure_amp(self, when="mode", dtype=None, warmup_steps=None, watch_steps=None,
                       tolerance=None, rollback_if_slower=None):
         """Mixed precision, as fathom::configure_amp in C++; call it before the first epoch.

@@ -503,6 +503,12 @@ PYBIND11_MODULE(_C, m) {
            py::arg("dtype") = py::none(), py::arg("warmup_steps") = py::none(),
            py::arg("watch_steps") = py::none(), py::arg("tolerance") = py::none(),
            py::arg("rollback_if_slower") = py::none())
+      // Session.forward's region (fathom::detail::amp_region in C++): the thread's session.
+      .def("amp_region_runs", [](PySession&) { fathom::detail::amp_region_runs(); })
+      .def("amp_region_failed",
+           [](PySession&, const std::string& what) {
+             return fathom::detail::amp_region_failed(what.c_str());
+           })
       .def_property_readonly("active", &PySession::active)
       .def_property_readonly(
           "mode", [](const PySession& s) { return std::string(mode_name(s.options().mode())); })

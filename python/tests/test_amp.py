@@ -60,3 +60,30 @@ def test_amp_numbers_no_step_could_use_are_refused_also_when_off(report_dir):
                 session.configure_amp(warmup_steps=-1)
             with pytest.raises(fathom.Error, match="watch_steps must be >= 0"):
                 session.configure_amp(watch_steps=-1)
+
+
+def _auto_amp_events(report_dir, tiny_model, through_session):
+    with fathom.Session(report_dir=report_dir, mode="auto", print_report=False) as session:
+        session.configure_amp(warmup_steps=3, watch_steps=4)
+        with session.epoch() as e:
+            for _ in range(6):
+                with e.step(4) as step:
+                    with step.forward():
+                        x = torch.randn(4, 8)
+                        out = session.forward(tiny_model, x) if through_session else tiny_model(x)
+                        loss = out.float().pow(2).mean()
+                    step.loss(loss)
+                    with step.backward():
+                        loss.backward()
+        return session.report["epochs"][0]["mixed_precision"]["events"]
+
+
+def test_auto_tries_mixed_precision_only_where_a_failure_can_run_again(report_dir, tiny_model):
+    # issue 24: a 16-bit failure in a plain `model(x)` would reach the loop; Auto does not try
+    # there, and says to run the model through session.forward.
+    events = _auto_amp_events(report_dir, tiny_model, through_session=False)
+    assert [e["kind"] for e in events] == ["not_enabled"]
+    assert "session.forward(model, x)" in events[0]["detail"]
+    events = _auto_amp_events(report_dir, tiny_model, through_session=True)
+    assert events, "Auto decided something"
+    assert "outside fathom::forward" not in events[0]["detail"]

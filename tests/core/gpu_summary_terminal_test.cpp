@@ -57,6 +57,19 @@ TEST(GpuSummaryTerminal, UnknownAndByOpDecisions) {
   EXPECT_TRUE(has(t, "(0.03 ms unknown)")) << t;
 }
 
+// A host sync reaches fathom twice, as the runtime call and as CUPTI's record of the wait: the
+// line counts it once, as the advisor's rule does (helper's replay of the Nsight exports: 32
+// syncs printed 64).
+TEST(GpuSummaryTerminal, ASyncSeenAsItsCallAndItsRecordCountsOnce) {
+  GpuSummary g = summary();
+  g.timeline.sync_calls = 16;
+  g.timeline.sync_records = 16;
+  g.timeline.sync_call_ns = 2'000'000;
+  g.timeline.sync_record_ns = 1'900'000;
+  const std::string t = format_gpu_summary_text(g);
+  EXPECT_TRUE(has(t, "host syncs 16 (2.00 ms)")) << t;
+}
+
 TEST(GpuSummaryTerminal, TransferTableWithPageablePinnedSplit) {
   const std::string t = format_gpu_summary_text(summary(LinkPeak{1.0, "PCIe gen1 x4"}));
   EXPECT_TRUE(

@@ -50,7 +50,8 @@ struct LstmRun {
 };
 
 // The loop: the state is carried (detached) from each step into the next, the gradients
-// are clipped before the optimizer steps.
+// are clipped before the optimizer steps. The model runs through fathom::forward, the README's
+// pattern: Auto tries mixed precision only where a failing forward can run again.
 LstmRun train_lstm(const std::string& dir, const AmpOptions& amp, bool drift_under_autocast) {
   torch::manual_seed(0);
   Lm model;
@@ -73,7 +74,7 @@ LstmRun train_lstm(const std::string& dir, const AmpOptions& amp, bool drift_und
       torch::Tensor loss;
       {
         auto f = step.forward();
-        auto [logits, next] = model->forward(x, state);
+        auto [logits, next] = fathom::forward(model, x, state);
         loss = F::cross_entropy(logits.reshape({-1, 32}).to(torch::kFloat), y.reshape({-1}));
         if (drift_under_autocast && autocast_enabled(c10::DeviceType::CPU)) loss = loss + 5.0;
         state = {std::get<0>(next).detach(), std::get<1>(next).detach()};
@@ -227,8 +228,9 @@ TEST_F(AmpFailureTest, AFailedComparisonStepFallsBackToFp32ForGood) {
   EXPECT_EQ(run.amp.steps_low_precision, 3);
 }
 
-// From the loop's own StepScope fathom cannot run the step again: the error goes on to the
-// loop, and mixed precision is off for good with the reason in the report.
+// From the loop's own StepScope fathom cannot run the step again: an error outside the model's
+// fathom::forward (which Auto needs to try at all) goes on to the loop, and mixed precision is
+// off for good with the reason in the report.
 TEST_F(AmpFailureTest, AFailedBf16StepOutsideGuardedStepIsRethrownAndTurnsItOff) {
   torch::nn::Linear model(8, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05));
@@ -250,7 +252,7 @@ TEST_F(AmpFailureTest, AFailedBf16StepOutsideGuardedStepIsRethrownAndTurnsItOff)
             if (thrown) ++bf16_after;
             if (!thrown++) throw std::runtime_error("no kernel for this dtype");
           }
-          loss = F::mse_loss(model(x), y);
+          loss = F::mse_loss(fathom::forward(model, x), y);
         }
         optimizer.zero_grad();
         step.scaled(loss).backward();

@@ -53,6 +53,8 @@ struct Loop {
   int epochs = 2;
   int steps = 20;
   bool tell_loss = true;
+  // The model runs through fathom::forward (a region fathom can run again in fp32), or plainly.
+  bool through_fathom = true;
   // Applied to the loss inside the forward phase (where autocast is on when AMP runs).
   std::function<torch::Tensor(torch::Tensor)> perturb;
 };
@@ -74,7 +76,8 @@ TrainRun train(const std::string& dir, const Loop& loop) {
       torch::Tensor loss;
       {
         auto f = step.forward();
-        loss = F::cross_entropy(fathom::forward(model, x), y);
+        loss = F::cross_entropy(loop.through_fathom ? fathom::forward(model, x) : model->forward(x),
+                                y);
         if (loop.perturb) loss = loop.perturb(loss);
       }
       {
@@ -207,6 +210,27 @@ TEST_F(AmpTest, AutoWithoutTheLossDoesNotEnable) {
   EXPECT_EQ(kinds(run.report), (std::vector<std::string>{"not_enabled"}));
   EXPECT_EQ(run.report.epochs[0].mixed_precision->state, "fp32");
   EXPECT_EQ(run.report.epochs[0].mixed_precision->steps_low_precision, 0);
+}
+
+// Issue 24: "Auto never ends a loop that ran without it". A forward fathom cannot run again (the
+// model called plainly in the loop's own StepScope) would pass a 16-bit failure on to the loop:
+// Auto does not try mixed precision there, and says what to wrap. On the old code Auto enabled
+// bf16 in such a loop (or, on a CPU without bf16 units, refused for that reason only).
+TEST_F(AmpTest, AutoDoesNotTryWhereAFailureCouldNotBeRunAgain) {
+  Loop loop{Mode::Auto, quick_auto()};
+  loop.through_fathom = false;
+  loop.epochs = 1;
+  const TrainRun run = train(dir(), loop);
+  ASSERT_EQ(kinds(run.report), (std::vector<std::string>{"not_enabled"}));
+  const std::string& why = run.report.epochs[0].mixed_precision->events[0].detail;
+  EXPECT_NE(why.find("outside fathom::forward, fathom::block and fathom::guarded_step"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("fathom::forward(model, x)"), std::string::npos) << why;
+  EXPECT_EQ(run.report.epochs[0].mixed_precision->steps_low_precision, 0);
+  // The same loop through fathom::forward is tried (enabled, whatever the watch decides).
+  loop.through_fathom = true;
+  EXPECT_EQ(kinds(train(dir(), loop).report).at(0), "enabled");
 }
 
 TEST_F(AmpTest, SuggestRunsFp32AndSaysWhatIsNotMeasuredOnCpu) {

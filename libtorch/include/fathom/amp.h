@@ -12,7 +12,9 @@
 // non-finite, when steps run 1.5x slower (at once), when a step throws under mixed precision (or
 // as a comparison step; guarded_step then runs it again in fp32; a fathom::forward or Sequential
 // that throws runs again in fp32 at once), or when the trial does not show the loss within the
-// tolerance of the fp32 trend and the steps faster (amp_policy.h). Once a 16-bit step has
+// tolerance of the fp32 trend and the steps faster (amp_policy.h). It tries only where a failure
+// can be undone: a loop whose fp32 steps ran their forward outside fathom::forward, fathom::block
+// and fathom::guarded_step gets a not_enabled event saying what to wrap. Once a 16-bit step has
 // run, fp32 forwards run under fp32 autocast, so 16-bit state a step left behind (an LSTM's
 // hidden state) is cast up at autocast's ops instead of failing in an fp32 kernel.
 // Other modes run fp32 unless AmpOptions::when(Always) says otherwise; Suggest lists what
@@ -114,12 +116,17 @@ namespace detail {
 // event has the error) and the rest of the step runs in fp32 under fp32 autocast, so the region
 // may run again; false: not Auto's doing, rethrow.
 bool amp_region_failed(const std::exception& error) noexcept;
+bool amp_region_failed(const char* what) noexcept;
+// A region that can run again is about to run: Auto mode tries mixed precision only in loops
+// whose forwards run such regions (or run inside fathom::guarded_step).
+void amp_region_runs() noexcept;
 
 // Runs a region once; when it throws under Auto's mixed precision (an op with no 16-bit kernel),
 // once more in fp32, so Auto mode never ends a loop that ran without it. The region must be safe
 // to run twice (a forward is: what it changed in modules, running statistics, is rerun too).
 template <typename Run>
 auto amp_region(Run&& run) -> decltype(run()) {
+  amp_region_runs();
   try {
     return run();
   } catch (const std::exception& e) {

@@ -248,6 +248,7 @@ void AmpExtension::on_step_begin(std::int64_t) noexcept {
   pending_failure_.reset();
   scaled_this_step_ = false;
   nonfinite_this_step_ = false;
+  forward_this_step_ = region_this_step_ = guarded_this_step_ = false;
   loss_ = at::Tensor();
   bool on = false;
   switch (options_.when()) {
@@ -282,6 +283,7 @@ void AmpExtension::on_phase_begin(Phase phase) noexcept {
   count_phase(phase);
   if (phase == Phase::Optimizer) optimizer_began_ = true;
   if (phase != Phase::Forward) return;
+  forward_this_step_ = true;
   if (upcast_this_step_) {
     try {
       saved_.push_back(enter_fp32_autocast(*device_type_));
@@ -334,6 +336,9 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
       detail::warn("the mixed-precision policy failed and stays off: ", e.what());
     }
   } else if (auto_policy() && !failed) {
+    if (!unguarded_step_ && forward_this_step_ && !region_this_step_ && !guarded_this_step_ &&
+        !amp_this_step_)
+      unguarded_step_ = global_step_;
     StepOutcome o;
     o.step = global_step_;
     o.nonfinite_gradients = nonfinite_this_step_;
@@ -364,6 +369,19 @@ void AmpExtension::on_step_end(std::int64_t, bool failed) noexcept {
             dtype_.reset();
             scaler_.reset();
             ev = policy_.refuse(global_step_, *emulated);
+          } else if (unguarded_step_) {
+            device_type_.reset();
+            dtype_.reset();
+            scaler_.reset();
+            ev = policy_.refuse(
+                global_step_,
+                "step " + std::to_string(*unguarded_step_) +
+                    "'s forward ran outside fathom::forward, fathom::block and "
+                    "fathom::guarded_step, so an op failing in 16 bits (one with no 16-bit "
+                    "kernel) could not be run again in fp32 and would end the loop; Auto tries "
+                    "mixed precision only where it can undo a failure: run the model through "
+                    "fathom::forward(model, x) (Python: session.forward(model, x)), or the step "
+                    "through fathom::guarded_step");
           } else {
             ev->detail += "; trying " + std::string(short_dtype_name(*dtype_)) + " autocast on " +
                           lower_device_name(*device_type_) + tried_on();
@@ -432,8 +450,16 @@ detail::AmpExtension* amp_of(detail::SessionState* state) noexcept {
 }  // namespace
 
 bool detail::amp_region_failed(const std::exception& error) noexcept {
+  return amp_region_failed(error.what());
+}
+
+bool detail::amp_region_failed(const char* what) noexcept {
   detail::AmpExtension* amp = amp_of(detail::SessionState::current());
-  return amp && amp->recover_failed_region(error.what());
+  return amp && amp->recover_failed_region(what);
+}
+
+void detail::amp_region_runs() noexcept {
+  if (detail::AmpExtension* amp = amp_of(detail::SessionState::current())) amp->note_region();
 }
 
 at::Tensor StepScope::scaled(const at::Tensor& loss) {

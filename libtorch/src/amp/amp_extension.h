@@ -48,6 +48,11 @@ class AmpExtension final : public SessionExtension {
   // mixed precision back for good, turns the open forward phase to fp32 autocast and returns true
   // (the region may run again); false when the step was not running under Auto's autocast.
   bool recover_failed_region(const char* what) noexcept;
+  // What can be run again if 16 bits fail (Auto tries mixed precision only where a failure can be
+  // undone): a region of the forward (amp_region: fathom::forward) runs, or the step runs inside
+  // fathom::guarded_step.
+  void note_region() noexcept { region_this_step_ = true; }
+  void note_guarded_step() noexcept { guarded_this_step_ = true; }
 
   void on_epoch_begin(std::int64_t epoch) noexcept override;
   void on_step_begin(std::int64_t step) noexcept override;
@@ -99,6 +104,11 @@ class AmpExtension final : public SessionExtension {
   bool upcast_this_step_ = false;
   bool ran_low_precision_ = false;
   bool comparison_this_step_ = false;  // one of the watch's fp32 probes
+  bool forward_this_step_ = false;     // a forward phase began
+  bool region_this_step_ = false;      // ... ran a region fathom can run again (amp_region)
+  bool guarded_this_step_ = false;     // the step runs inside fathom::guarded_step
+  // The first fp32 step whose forward ran outside both: a 16-bit failure there would end the loop.
+  std::optional<std::int64_t> unguarded_step_;
   bool optimizer_began_ = false;
   // The event of the step that just failed under mixed precision, until guarded_step explains it.
   std::optional<std::size_t> pending_failure_;

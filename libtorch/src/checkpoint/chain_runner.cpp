@@ -2,6 +2,7 @@
 
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <fathom/amp.h>
 #include <fathom/block.h>
 #include <fathom/checkpoint.h>
 #include <fathom/error.h>
@@ -260,10 +261,22 @@ at::Tensor run_sequential(torch::nn::Sequential& seq, const at::Tensor& input,
 
 namespace fathom {
 
+namespace {
+at::Tensor run_block(const std::shared_ptr<torch::nn::Module>& module,
+                     const TensorFunction& forward, const at::Tensor& input);
+}  // namespace
+
 at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorFunction& forward,
                  const at::Tensor& input) {
   if (!module) throw Error("fathom::block: the module is empty; pass the block's module holder");
   if (!forward) throw Error("fathom::block: the forward function is empty");
+  // Under Auto's mixed precision a block that throws runs again in fp32 (amp.h).
+  return detail::amp_region([&] { return run_block(module, forward, input); });
+}
+
+namespace {
+at::Tensor run_block(const std::shared_ptr<torch::nn::Module>& module,
+                     const TensorFunction& forward, const at::Tensor& input) {
   using detail::ChainNesting;
   using detail::CheckpointExtension;
   CheckpointExtension* ext = CheckpointExtension::active();
@@ -313,5 +326,6 @@ at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorF
   if (probe) probe->finish(y);
   return y;
 }
+}  // namespace
 
 }  // namespace fathom

@@ -24,6 +24,8 @@ int guarded_step(EpochScope& epoch, std::int64_t samples,
     try {
       {
         auto step = epoch.step(samples);
+        if (detail::AmpExtension* amp = state ? state->extensions().amp : nullptr)
+          amp->note_guarded_step();  // a 16-bit failure can be run again: Auto may try it
         body(step);
       }
       if (retried_event && ext) ext->out_of_memory_event(*retried_event).recovered = true;
