@@ -1,9 +1,11 @@
 // Activation checkpointing on three models (the example's ResNet-8, a chain of pre-norm MLP
 // blocks, a chain of pre-norm transformer blocks: attention + MLP), each with no checkpointing,
-// sqrt(n) equal segments (checkpoint_sequential), fathom's block plan and selective
-// checkpointing (keep the matrix products, convolutions and attention; recompute the rest) at
-// 50 % and 33 % of the unchecked run's activation peak. Then how long the planner takes for a
-// chain of 200 blocks. Offload rows follow each model's table (bench_offload).
+// sqrt(n) equal segments (checkpoint_sequential), fathom's block plan, selective checkpointing
+// (keep the matrix products, convolutions and attention; recompute the rest) and the joint plan
+// Auto mode makes and runs (keep, recompute or offload per op group; without a link, and with
+// the CPU offload stand-in's) at 50 % and 33 % of the unchecked run's measured activation peak.
+// Then how long the planner takes for a chain of 200 blocks. Offload rows follow each model's
+// table (bench_offload).
 //
 //   checkpoint_bench [--repeats N] [--json FILE] [--model cnn|mlp|transformer]
 //
@@ -235,9 +237,9 @@ struct JsonRow {
   double budget = 0;
   double peak_fraction = 0, recompute_flop_fraction = 0;
   bool gradients_identical = false;
-  // What peak_fraction measures: the allocator's peak over a step, or (offload rows, the CPU copy
-  // path, whose host copies the CPU allocator counts too) the saved bytes still resident on the
-  // device when the forward returns.
+  // What peak_fraction measures: the allocator's peak over a step, or (the offload rows, which
+  // offload every item whatever the budget) the saved bytes still resident on the device when
+  // the forward returns.
   std::string peak_measure = "step_peak";
 };
 
