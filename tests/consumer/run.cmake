@@ -52,8 +52,17 @@ if(MODE STREQUAL "package")
   message(STATUS "installed headers: ${n_installed}")
 endif()
 
+# No build type: the consumer compiles without optimization (and with assertions), as a user's
+# project does by default. What these builds prove (the package, the headers, the targets) does not
+# depend on it, and -O3 made them cost 40 % more: the subdirectory build compiles fathom's whole
+# core again. ccache, when fathom's build uses it, makes a rerun cheap; it cannot share objects
+# with that build (other include paths, other flags).
+set(launcher "")
+if(LAUNCHER)
+  set(launcher "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-                        -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix_path}"
+                        -DCMAKE_BUILD_TYPE= ${launcher} "-DCMAKE_PREFIX_PATH=${prefix_path}"
                         -DFATHOM_CONSUMER=${MODE} -DFATHOM_SOURCE_DIR=${FATHOM_SOURCE_DIR}
                         -DTORCH_CUDA_ARCH_LIST=9.0
                 RESULT_VARIABLE rc OUTPUT_QUIET)
