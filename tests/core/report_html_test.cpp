@@ -6,6 +6,7 @@
 #include "advise/advisor.h"
 #include "golden_reports.h"
 #include "gpu_summary_fixture.h"
+#include "report/report_html_parts.h"
 
 namespace fathom {
 namespace {
@@ -62,6 +63,61 @@ TEST(ReportHtml, ChartsFromMeasurementsAndNotMeasuredWithTheReason) {
   EXPECT_TRUE(has(h, "<title>epoch 0: forward 42.0 ms per step</title>")) << h.substr(0, 0);
   // The link peak (gen 4 x16: 31.5 GB/s) is drawn as a marker line.
   EXPECT_TRUE(has(h, "<title>link peak: 31.5 GB/s</title>"));
+}
+
+// Issue 24: the run-wide charts drew a bar per epoch, so a 10,000-epoch run's end built 60,000
+// rects (about 30 MiB of SVG) with 10,000 overlapping axis labels. They draw runs of epochs now.
+TEST(ReportHtml, ALongRunsChartsDrawAFixedNumberOfBars) {
+  RunReport r = synthetic();
+  const EpochSummary first = r.epochs.at(0);
+  r.epochs.clear();
+  for (int i = 0; i < 2000; ++i) {
+    EpochSummary e = first;
+    e.index = i;
+    e.findings.clear();
+    r.epochs.push_back(e);
+  }
+  const std::string h = format_html_report(r);
+  const std::size_t from = h.find("<figcaption>Step time by phase</figcaption>");
+  ASSERT_NE(from, std::string::npos);
+  const std::string chart = h.substr(from, h.find("</figure>", from) - from);
+  // Each bar: a rect per phase and one for the time outside any phase.
+  EXPECT_LE(count(chart, "<rect "), html_report::kMaxEpochBars * (kPhaseCount + 1)) << chart.size();
+  EXPECT_LE(count(chart, "class=\"tick\""), 12u + 8u);  // the dozen category labels and the y axis
+  // 2,000 epochs in bars of 17: the last bar holds the 11 left.
+  EXPECT_TRUE(has(chart, "<title>epochs 0-16: forward 42.0 ms per step</title>")) << chart.substr(0, 2000);
+  EXPECT_TRUE(has(chart, "<title>epochs 1989-1999: forward 42.0 ms per step</title>"));
+  EXPECT_TRUE(has(chart, "The run&#39;s 2000 epochs are drawn as 118 bars of up to 17 consecutive"));
+}
+
+// A bar of several epochs is their mean per step (weighted by steps) and their highest peaks.
+TEST(ReportHtml, EpochBarsMergeStepsAndPeaks) {
+  using html_report::EpochDigest;
+  std::vector<EpochDigest> run(5);
+  for (int i = 0; i < 5; ++i) {
+    EpochDigest& d = run[i];
+    d.index = d.last_index = i;
+    d.steps = i + 1;
+    d.step_ms_total = 10.0 * (i + 1) * (i + 1);  // epoch i: 10 (i + 1) ms a step
+    d.step_ms_mean = d.step_ms_total / d.steps;
+    d.step_ms_max = 10.0 * (i + 1);
+    d.phases[2].count = d.steps;
+    d.phases[2].wall_ms_total = d.step_ms_total / 2;
+    if (i != 1) d.phases[2].peak_allocated_bytes = 100 * (5 - i);
+  }
+  EXPECT_EQ(html_report::epoch_bars(run, 5).size(), 5u);
+  const std::vector<EpochDigest> bars = html_report::epoch_bars(run, 2);
+  ASSERT_EQ(bars.size(), 2u);  // epochs 0-2 and 3-4
+  EXPECT_EQ(bars[0].index, 0);
+  EXPECT_EQ(bars[0].last_index, 2);
+  EXPECT_EQ(bars[1].index, 3);
+  EXPECT_EQ(bars[1].last_index, 4);
+  EXPECT_EQ(bars[0].steps, 6);
+  EXPECT_DOUBLE_EQ(bars[0].step_ms_mean, (10.0 + 40 + 90) / 6);
+  EXPECT_DOUBLE_EQ(bars[1].step_ms_max, 50.0);
+  EXPECT_DOUBLE_EQ(bars[1].phases[2].wall_ms_total, (160.0 + 250) / 2);
+  EXPECT_EQ(bars[0].phases[2].peak_allocated_bytes, 500);
+  EXPECT_EQ(bars[1].phases[2].peak_allocated_bytes, 200);
 }
 
 TEST(ReportHtml, CpuRunSaysWhatWasNotMeasured) {

@@ -77,7 +77,7 @@ void warn(WarningStart start, const Parts&... rest) noexcept {
         std::string(start.where.file_name()) + ":" + std::to_string(start.where.line());
     std::ostringstream line;
     line << start.text;
-    (line << ... << rest);
+    if constexpr (sizeof...(rest) > 0) (line << ... << rest);  // none: a fold of nothing
     // The summary names the kind by the words it starts with: "could not release cached memory".
     std::string_view label = start.text;
     while (!label.empty() && (label.back() == ' ' || label.back() == ':')) label.remove_suffix(1);

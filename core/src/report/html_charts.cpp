@@ -135,6 +135,9 @@ std::string bar_chart(const BarChart& c, std::string_view caption) {
   const double bar_area = group_w * 0.7;
   const std::size_t per_group = c.stacked ? 1 : std::max<std::size_t>(c.series.size(), 1);
   const double bar_w = bar_area / per_group;
+  // Labels a dozen categories at most: more overlap on the axis (each bar keeps its own in its
+  // tooltip).
+  const std::size_t label_every = std::max<std::size_t>((c.categories.size() + 11) / 12, 1);
   for (std::size_t i = 0; i < c.categories.size(); ++i) {
     const double x0 = kLeft + group_w * i + (group_w - bar_area) / 2;
     double base = 0;
@@ -153,10 +156,11 @@ std::string bar_chart(const BarChart& c, std::string_view caption) {
           escape(c.categories[i]), escape(s.name), num(v), escape(c.unit));
       if (c.stacked) base += v;
     }
-    fmt::format_to(
-        std::back_inserter(svg),
-        "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
-        kLeft + group_w * (i + 0.5), kHeight - kBottom + 16, escape(c.categories[i]));
+    if (i % label_every == 0)
+      fmt::format_to(
+          std::back_inserter(svg),
+          "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
+          kLeft + group_w * (i + 0.5), kHeight - kBottom + 16, escape(c.categories[i]));
   }
   svg += "</svg>";
   std::vector<std::pair<std::string, std::string>> items;

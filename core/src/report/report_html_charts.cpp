@@ -23,6 +23,7 @@ using html::escape;
 EpochDigest digest_of(const EpochSummary& e) {
   EpochDigest d;
   d.index = e.index;
+  d.last_index = e.index;
   d.steps = e.steps;
   d.samples_per_second = e.samples_per_second();
   d.step_ms_mean = e.step_ms_mean();
@@ -41,12 +42,62 @@ EpochDigest digest_of(const EpochSummary& e) {
   return d;
 }
 
-std::string step_time_chart(const std::vector<EpochDigest>& epochs) {
+std::vector<EpochDigest> epoch_bars(const std::vector<EpochDigest>& epochs,
+                                    std::size_t max_bars) {
+  if (max_bars == 0 || epochs.size() <= max_bars) return epochs;
+  const std::size_t per_bar = (epochs.size() + max_bars - 1) / max_bars;
+  std::vector<EpochDigest> bars;
+  bars.reserve((epochs.size() + per_bar - 1) / per_bar);
+  auto higher = [](std::optional<std::int64_t>& into, const std::optional<std::int64_t>& v) {
+    if (v) into = into ? std::max(*into, *v) : *v;
+  };
+  for (std::size_t first = 0; first < epochs.size(); first += per_bar) {
+    EpochDigest b = epochs[first];
+    for (std::size_t i = first + 1; i < std::min(first + per_bar, epochs.size()); ++i) {
+      const EpochDigest& e = epochs[i];
+      b.last_index = e.last_index;
+      b.steps += e.steps;
+      b.step_ms_total += e.step_ms_total;
+      b.step_ms_max = std::max(b.step_ms_max, e.step_ms_max);
+      b.findings += e.findings;
+      for (std::size_t k = 0; k < kPhaseCount; ++k) {
+        b.phases[k].count += e.phases[k].count;
+        b.phases[k].wall_ms_total += e.phases[k].wall_ms_total;
+        higher(b.phases[k].peak_allocated_bytes, e.phases[k].peak_allocated_bytes);
+        higher(b.phases[k].rss_bytes_max, e.phases[k].rss_bytes_max);
+      }
+    }
+    b.step_ms_mean = b.steps ? b.step_ms_total / b.steps : 0;
+    b.samples_per_second = 0;  // not mergeable from the digests; no chart reads it
+    bars.push_back(b);
+  }
+  return bars;
+}
+
+namespace {
+
+std::string bar_label(const EpochDigest& d) {
+  return d.last_index == d.index ? fmt::format("epoch {}", d.index)
+                                 : fmt::format("epochs {}-{}", d.index, d.last_index);
+}
+
+// What a caption adds when the bars are runs of epochs.
+std::string merged_note(const std::vector<EpochDigest>& bars, std::size_t epochs,
+                        std::string_view how) {
+  if (bars.size() == epochs) return "";
+  return fmt::format(" The run's {} epochs are drawn as {} bars of up to {} consecutive epochs ({}).",
+                     epochs, bars.size(), bars.front().last_index - bars.front().index + 1, how);
+}
+
+}  // namespace
+
+std::string step_time_chart(const std::vector<EpochDigest>& run) {
+  const std::vector<EpochDigest> epochs = epoch_bars(run);
   html::BarChart c;
   c.title = "Step time by phase";
   c.unit = "ms per step";
   c.stacked = true;
-  for (const EpochDigest& e : epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
+  for (const EpochDigest& e : epochs) c.categories.push_back(bar_label(e));
   bool outside_any = false;
   std::vector<std::optional<double>> outside;
   for (Phase p : kAllPhases) {
@@ -75,10 +126,12 @@ std::string step_time_chart(const std::vector<EpochDigest>& epochs) {
   if (outside_any) c.series.push_back({"outside any phase", kOutsideColor, outside});
   if (c.series.empty()) return html::not_measured_chart(c.title, "no step ran a phase scope");
   return html::bar_chart(
-      c, "Mean wall time per step of each phase; the data phase is the wait before a step.");
+      c, "Mean wall time per step of each phase; the data phase is the wait before a step." +
+             merged_note(epochs, run.size(), "the mean over their steps"));
 }
 
-std::string memory_chart(const std::vector<EpochDigest>& epochs, const Environment& env) {
+std::string memory_chart(const std::vector<EpochDigest>& run, const Environment& env) {
+  const std::vector<EpochDigest> epochs = epoch_bars(run);
   bool device = false, rss = false;
   for (const EpochDigest& e : epochs)
     for (const EpochDigest::PhaseDigest& p : e.phases)
@@ -90,7 +143,7 @@ std::string memory_chart(const std::vector<EpochDigest>& epochs, const Environme
   html::BarChart c;
   c.title = title;
   c.unit = "GiB";
-  for (const EpochDigest& e : epochs) c.categories.push_back(fmt::format("epoch {}", e.index));
+  for (const EpochDigest& e : epochs) c.categories.push_back(bar_label(e));
   for (Phase p : kAllPhases) {
     html::Series s{std::string(phase_name(p)), kPhaseColors[static_cast<std::size_t>(p)], {}};
     bool any = false;
@@ -109,7 +162,7 @@ std::string memory_chart(const std::vector<EpochDigest>& epochs, const Environme
           ? "Peak bytes allocated by the caching allocator during each phase."
           : "Process resident memory (CPU) at the end of each phase. Device memory not measured: " +
                 why_not(env, UnmeasuredId::DeviceMemory, "no device memory figures in this report");
-  return html::bar_chart(c, caption);
+  return html::bar_chart(c, caption + merged_note(epochs, run.size(), "the highest of their figures"));
 }
 
 // --- epoch-level charts --------------------------------------------------------------------------

@@ -61,6 +61,7 @@ struct EpochDigest {
     std::optional<std::int64_t> rss_bytes_max;
   };
   std::int64_t index = 0;
+  std::int64_t last_index = 0;  // a chart's bar of several epochs (epoch_bars) covers index..last
   std::int64_t steps = 0;
   double samples_per_second = 0;
   double step_ms_mean = 0;
@@ -70,6 +71,16 @@ struct EpochDigest {
   std::array<PhaseDigest, kPhaseCount> phases{};
 };
 EpochDigest digest_of(const EpochSummary& e);
+
+// The run-wide charts draw at most this many bars: a bar is a few pixels wide by then, and a long
+// run's charts (10,000 epochs: 60,000 rects, about 30 MiB of SVG built at the session's end) stay a
+// fixed size.
+inline constexpr std::size_t kMaxEpochBars = 120;
+// The epochs as a chart draws them: each one, or up to max_bars runs of consecutive epochs merged
+// (steps, phase counts and times summed; peaks the highest), so a bar's per-step figures are the
+// mean over its steps.
+std::vector<EpochDigest> epoch_bars(const std::vector<EpochDigest>& epochs,
+                                    std::size_t max_bars = kMaxEpochBars);
 
 // Charts (report_html_charts.cpp).
 std::string step_time_chart(const std::vector<EpochDigest>& epochs);
