@@ -104,7 +104,7 @@ class Session:
         return module(*args, **kwargs)
 
     def configure_amp(self, when="mode", dtype=None, warmup_steps=None, watch_steps=None,
-                      tolerance=None, rollback_if_slower=None):
+                      tolerance=None, rollback_if_slower=None, native_only=None):
         """Mixed precision, as fathom::configure_amp in C++; call it before the first epoch.
 
         when: "mode" (mode="auto" runs the first steps in fp32, then turns autocast on around
@@ -112,10 +112,13 @@ class Session:
         get slower), "always" (from the first step), or "never". dtype: "bf16" or "fp16"; None
         picks bf16 where the device has it. Give the loss with `step.loss(loss)` so the policy can
         watch it. fathom cannot scale the loss for a Python optimizer: in "mode" it never picks
-        fp16; with when="always", dtype="fp16" bring torch.amp.GradScaler.
+        fp16; with when="always", dtype="fp16" bring torch.amp.GradScaler. native_only (default
+        True): in "mode", try 16 bits only where the device runs them natively (Tensor Cores; a
+        CPU's AMX or AVX-512 BF16 units within ONEDNN_MAX_CPU_ISA); False tries them anywhere.
         """
         self._c.configure_amp(when=when, dtype=dtype, warmup_steps=warmup_steps, watch_steps=watch_steps,
-                              tolerance=tolerance, rollback_if_slower=rollback_if_slower)
+                              tolerance=tolerance, rollback_if_slower=rollback_if_slower,
+                              native_only=native_only)
 
     def close(self):
         """Ends the session: removes module hooks and op callbacks; the report stays readable."""

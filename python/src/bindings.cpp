@@ -376,8 +376,8 @@ class ModuleRange {
 // fp16 loop brings torch.amp.GradScaler.
 void configure_session_amp(PySession& s, const std::string& when, std::optional<std::string> dtype,
                            std::optional<int> warmup_steps, std::optional<int> watch_steps,
-                           std::optional<double> tolerance,
-                           std::optional<bool> rollback_if_slower) {
+                           std::optional<double> tolerance, std::optional<bool> rollback_if_slower,
+                           std::optional<bool> native_only) {
   AmpOptions o;
   if (when == "mode")
     o.when(AmpOptions::When::Mode);
@@ -400,6 +400,7 @@ void configure_session_amp(PySession& s, const std::string& when, std::optional<
   if (watch_steps) o.watch_steps(*watch_steps);
   if (tolerance) o.tolerance(*tolerance);
   if (rollback_if_slower) o.rollback_if_slower(*rollback_if_slower);
+  if (native_only) o.native_only(*native_only);
   if (s.open_epoch)
     throw Error("configure_amp() inside an epoch: call it before `with session.epoch()`");
   if (Session* session = s.session()) configure_amp(*session, o);
@@ -502,7 +503,7 @@ PYBIND11_MODULE(_C, m) {
       .def("configure_amp", &configure_session_amp, py::arg("when") = "mode",
            py::arg("dtype") = py::none(), py::arg("warmup_steps") = py::none(),
            py::arg("watch_steps") = py::none(), py::arg("tolerance") = py::none(),
-           py::arg("rollback_if_slower") = py::none())
+           py::arg("rollback_if_slower") = py::none(), py::arg("native_only") = py::none())
       // Session.forward's region (fathom::detail::amp_region in C++): the thread's session.
       .def("amp_region_runs", [](PySession&) { fathom::detail::amp_region_runs(); })
       .def("amp_region_failed",

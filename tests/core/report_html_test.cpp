@@ -85,9 +85,11 @@ TEST(ReportHtml, ALongRunsChartsDrawAFixedNumberOfBars) {
   EXPECT_LE(count(chart, "<rect "), html_report::kMaxEpochBars * (kPhaseCount + 1)) << chart.size();
   EXPECT_LE(count(chart, "class=\"tick\""), 12u + 8u);  // the dozen category labels and the y axis
   // 2,000 epochs in bars of 17: the last bar holds the 11 left.
-  EXPECT_TRUE(has(chart, "<title>epochs 0-16: forward 42.0 ms per step</title>")) << chart.substr(0, 2000);
+  EXPECT_TRUE(has(chart, "<title>epochs 0-16: forward 42.0 ms per step</title>"))
+      << chart.substr(0, 2000);
   EXPECT_TRUE(has(chart, "<title>epochs 1989-1999: forward 42.0 ms per step</title>"));
-  EXPECT_TRUE(has(chart, "The run&#39;s 2000 epochs are drawn as 118 bars of up to 17 consecutive"));
+  EXPECT_TRUE(
+      has(chart, "The run&#39;s 2000 epochs are drawn as 118 bars of up to 17 consecutive"));
 }
 
 // A bar of several epochs is their mean per step (weighted by steps) and their highest peaks.

@@ -42,8 +42,7 @@ EpochDigest digest_of(const EpochSummary& e) {
   return d;
 }
 
-std::vector<EpochDigest> epoch_bars(const std::vector<EpochDigest>& epochs,
-                                    std::size_t max_bars) {
+std::vector<EpochDigest> epoch_bars(const std::vector<EpochDigest>& epochs, std::size_t max_bars) {
   if (max_bars == 0 || epochs.size() <= max_bars) return epochs;
   const std::size_t per_bar = (epochs.size() + max_bars - 1) / max_bars;
   std::vector<EpochDigest> bars;
@@ -85,8 +84,9 @@ std::string bar_label(const EpochDigest& d) {
 std::string merged_note(const std::vector<EpochDigest>& bars, std::size_t epochs,
                         std::string_view how) {
   if (bars.size() == epochs) return "";
-  return fmt::format(" The run's {} epochs are drawn as {} bars of up to {} consecutive epochs ({}).",
-                     epochs, bars.size(), bars.front().last_index - bars.front().index + 1, how);
+  return fmt::format(
+      " The run's {} epochs are drawn as {} bars of up to {} consecutive epochs ({}).", epochs,
+      bars.size(), bars.front().last_index - bars.front().index + 1, how);
 }
 
 }  // namespace
@@ -162,7 +162,8 @@ std::string memory_chart(const std::vector<EpochDigest>& run, const Environment&
           ? "Peak bytes allocated by the caching allocator during each phase."
           : "Process resident memory (CPU) at the end of each phase. Device memory not measured: " +
                 why_not(env, UnmeasuredId::DeviceMemory, "no device memory figures in this report");
-  return html::bar_chart(c, caption + merged_note(epochs, run.size(), "the highest of their figures"));
+  return html::bar_chart(c,
+                         caption + merged_note(epochs, run.size(), "the highest of their figures"));
 }
 
 // --- epoch-level charts --------------------------------------------------------------------------
