@@ -5,6 +5,7 @@
 
 #include "checkpoint/activation_applier.h"
 #include "checkpoint/unit_measure.h"
+#include "gradient_steps.h"
 #include "measure/saved_tensor_meter.h"
 #include "session_fixture.h"
 
@@ -34,24 +35,6 @@ torch::nn::Sequential mlp_chain(int blocks) {
   torch::nn::Sequential s;
   for (int i = 0; i < blocks; ++i) s->push_back(Mlp());
   return s;
-}
-
-// Steps without an optimizer step, so every step's gradients are those of the same weights.
-void run_epoch(Session& session, torch::nn::Sequential& model, const at::Tensor& x, int steps) {
-  auto e = session.epoch();
-  for (int s = 0; s < steps; ++s) {
-    auto step = e.step(kBatch);
-    at::Tensor loss;
-    {
-      auto f = step.forward();
-      loss = fathom::forward(model, x).pow(2).mean();
-    }
-    {
-      auto b = step.backward();
-      model->zero_grad();
-      loss.backward();
-    }
-  }
 }
 
 const ActivationPlanReport& only_plan(const Session& session) {
@@ -163,7 +146,7 @@ TEST_F(SessionTest, SuggestReportsTheJointPlanOfTheMeasuredGroups) {
   auto model = mlp_chain(4);
   session.watch(*model);
   const at::Tensor x = torch::randn({kBatch, kWidth});
-  run_epoch(session, model, x, 3);
+  test::run_gradient_steps(session, model, x, 3);
   const ActivationPlanReport& p = only_plan(session);
   const EpochSummary& e = session.report().epochs.at(0);
   EXPECT_FALSE(p.applied);
@@ -216,7 +199,7 @@ TEST_F(SessionTest, AutoRunsTheJointPlanWithTheSameGradients) {
   auto reference = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(model->clone());
   session.watch(*model);
   const at::Tensor x = torch::randn({kBatch, kWidth});
-  run_epoch(session, model, x, 3);  // step 0 measures, steps 1 and 2 run the plan
+  test::run_gradient_steps(session, model, x, 3);  // step 0 measures, steps 1 and 2 run the plan
   const ActivationPlanReport& p = only_plan(session);
   const EpochSummary& e = session.report().epochs.at(0);
   EXPECT_TRUE(p.applied) << p.message;
@@ -274,7 +257,7 @@ TEST_F(SessionTest, InPlaceItemsJoinTheUnitBeforeThem) {
                       .checkpoint_budget(MemoryBudget::fraction(0.6)));
   session.watch(*model);
   const at::Tensor x = torch::randn({kBatch, kWidth});
-  run_epoch(session, model, x, 3);
+  test::run_gradient_steps(session, model, x, 3);
   const ActivationPlanReport& p = only_plan(session);
   ASSERT_EQ(p.modules.size(), 3u);  // Linear + ReLU, Linear + ReLU, Linear
   // Each unit holds what its items save besides the unit's input, counted on its own here.
@@ -307,7 +290,7 @@ TEST_F(SessionTest, ABudgetNoPlanMeetsGetsTheLeastMemoryPlanAndTheBudgetThatFits
                       .checkpoint_budget(MemoryBudget::fraction(0.02)));
   auto model = mlp_chain(4);
   session.watch(*model);
-  run_epoch(session, model, torch::randn({kBatch, kWidth}), 3);
+  test::run_gradient_steps(session, model, torch::randn({kBatch, kWidth}), 3);
   const ActivationPlanReport& p = only_plan(session);
   EXPECT_FALSE(p.feasible);
   EXPECT_GT(p.min_feasible_budget_bytes, p.budget_bytes);

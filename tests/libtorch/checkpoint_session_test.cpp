@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "gradient_steps.h"
 #include "measure/saved_tensor_meter.h"
 #include "session_fixture.h"
 
@@ -288,22 +289,7 @@ TEST_F(SessionTest, BlocksInsideAWrappedModelAreMeasuredAsBlocks) {
   Session session(Options().report_dir(dir()).print_report(false));
   session.watch(*model);
   const at::Tensor x = torch::randn({32, 64});
-  {
-    auto e = session.epoch();
-    for (int s = 0; s < 3; ++s) {
-      auto step = e.step(32);
-      at::Tensor loss;
-      {
-        auto f = step.forward();
-        loss = fathom::forward(model, x).pow(2).mean();
-      }
-      {
-        auto b = step.backward();
-        model->zero_grad();
-        loss.backward();
-      }
-    }
-  }
+  test::run_gradient_steps(session, model, x, 3);
   const EpochSummary& e = session.report().epochs.at(0);
   ASSERT_TRUE(e.modules.has_value());
   ASSERT_EQ(e.modules->modules.size(), 4u);

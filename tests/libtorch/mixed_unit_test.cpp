@@ -15,6 +15,7 @@
 
 #include "checkpoint/top_level_ops.h"
 #include "gradient_compare.h"
+#include "gradient_steps.h"
 #include "measure/op_flop_callback.h"
 #include "measure/saved_tensor_meter.h"
 #include "session_fixture.h"
@@ -237,23 +238,6 @@ torch::nn::Sequential chain_of(int blocks) {
   return s;
 }
 
-void run_steps(Session& session, torch::nn::Sequential& model, const at::Tensor& x, int steps) {
-  auto e = session.epoch();
-  for (int s = 0; s < steps; ++s) {
-    auto step = e.step(kBatch);
-    at::Tensor loss;
-    {
-      auto f = step.forward();
-      loss = fathom::forward(model, x).pow(2).mean();
-    }
-    {
-      auto b = step.backward();
-      model->zero_grad();
-      loss.backward();
-    }
-  }
-}
-
 TEST_F(JointAutoTest, AutoAppliesAJointPlanThatOffloadsWithTheSameGradients) {
   ASSERT_TRUE(detail::SavedTensorCapture::available());
   detail::set_cpu_offload_stand_in(25e9);
@@ -267,7 +251,7 @@ TEST_F(JointAutoTest, AutoAppliesAJointPlanThatOffloadsWithTheSameGradients) {
   auto reference = chain_of(4);
   session.watch(*model);
   const at::Tensor x = torch::randn({kBatch, kWidth});
-  run_steps(session, model, x, 4);  // step 0 measures, the rest run the plan
+  test::run_gradient_steps(session, model, x, 4);  // step 0 measures, the rest run the plan
   const EpochSummary& e = session.report().epochs.at(0);
   ASSERT_TRUE(e.modules.has_value());
   ASSERT_EQ(e.modules->activation_plans.size(), 1u);

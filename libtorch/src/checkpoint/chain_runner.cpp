@@ -123,25 +123,28 @@ class RecomputeTimer {
   std::int64_t begin_ns_;
 };
 
+// The forward of items [begin, end) of seq, each in its module's range, as a unit runs it (again
+// in backward, after the caller returned: the holder is copied).
+TensorFunction items_forward(torch::nn::Sequential& seq, int begin, int end, RecomputeClock clock) {
+  return [seq, begin, end, clock](const at::Tensor& input) mutable {
+    RecomputeTimer timer(clock);
+    at::Tensor y = input;
+    for (int i = begin; i < end; ++i) {
+      auto& item = *(seq->begin() + i);
+      ModuleScope range(*item.ptr());
+      y = item.forward(y);
+    }
+    return y;
+  };
+}
+
 // Items [begin, end) of seq as one checkpointed function.
 at::Tensor checkpoint_items(torch::nn::Sequential& seq, int begin, int end, const at::Tensor& x,
                             const CheckpointOptions* selective, RecomputeClock clock = {}) {
   // Copied whole (its names were checked when it was built); the segment's modules are added.
   CheckpointOptions options = selective ? *selective : CheckpointOptions();
   for (int i = begin; i < end; ++i) options.module(seq->ptr(static_cast<std::size_t>(i)));
-  // The holder is copied: backward runs the items again after this call has returned.
-  return checkpoint(
-      [seq, begin, end, clock](const at::Tensor& input) mutable {
-        RecomputeTimer timer(clock);
-        at::Tensor y = input;
-        for (int i = begin; i < end; ++i) {
-          auto& item = *(seq->begin() + i);
-          ModuleScope range(*item.ptr());
-          y = item.forward(y);
-        }
-        return y;
-      },
-      x, options);
+  return checkpoint(items_forward(seq, begin, end, clock), x, options);
 }
 
 // Items [m.begin, m.end) of seq as one unit that the joint plan keeps in part.
@@ -149,18 +152,7 @@ at::Tensor mixed_items(torch::nn::Sequential& seq, const CheckpointExtension::Mi
                        const at::Tensor& x, RecomputeClock clock) {
   std::vector<std::shared_ptr<torch::nn::Module>> modules;
   for (int i = m.begin; i < m.end; ++i) modules.push_back(seq->ptr(static_cast<std::size_t>(i)));
-  return run_mixed_unit(
-      [seq, begin = m.begin, end = m.end, clock](const at::Tensor& input) mutable {
-        RecomputeTimer timer(clock);
-        at::Tensor y = input;
-        for (int i = begin; i < end; ++i) {
-          auto& item = *(seq->begin() + i);
-          ModuleScope range(*item.ptr());
-          y = item.forward(y);
-        }
-        return y;
-      },
-      x, m.run, modules);
+  return run_mixed_unit(items_forward(seq, m.begin, m.end, clock), x, m.run, modules);
 }
 
 // Clears the current block on the way out unless an exception passes: then the out-of-memory
