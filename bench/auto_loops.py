@@ -34,7 +34,7 @@ with fathom.Session(report_dir="/tmp/fathom-auto-loops/python", run_name="python
             x, y = x_all[i:i + 32], y_all[i:i + 32]
             with e.step(32) as step:
                 with step.forward():
-                    loss = torch.nn.functional.cross_entropy(model(x).float(), y)
+                    loss = torch.nn.functional.cross_entropy(session.forward(model, x).float(), y)
                 step.loss(loss)
                 with step.backward():
                     opt.zero_grad(); loss.backward()
