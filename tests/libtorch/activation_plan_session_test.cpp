@@ -136,6 +136,34 @@ TEST(ActivationApplier, MixedUnitsRunWholeKeptWhereThatFitsElseRecomputed) {
   EXPECT_NE(w.message.find("recomputed b; kept a"), std::string::npos) << w.message;
 }
 
+// A unit's offloaded tensors come back ahead during the backwards of the units after it, down
+// to the next one that offloads (whose backward starts the copy): they may take what the budget
+// leaves free at the fullest of those.
+TEST(ActivationApplier, APrefetchTakesWhatTheBudgetLeavesFreeUntilItsUnitsBackward) {
+  using detail::UnitAction;
+  using detail::UnitActionKind;
+  ActivationPlan plan;
+  plan.budget_bytes = 100;
+  for (std::int64_t peak : {50, 70, 90, 60, 120}) {
+    UnitActivationCost u;
+    u.peak_bytes = peak;
+    plan.cost.units.push_back(u);
+  }
+  UnitAction offloading;
+  offloading.kind = UnitActionKind::Mixed;
+  offloading.offloaded_op_positions = {1};
+  UnitAction input_only = offloading;
+  input_only.offloaded_op_positions.clear();
+  input_only.offloads_input = true;
+  const std::vector<UnitAction> actions = {offloading, UnitAction{}, offloading, input_only,
+                                           offloading};
+  // Unit 0's tensors start back at unit 2's backward and stay through unit 1's: 100 - 90.
+  EXPECT_EQ(detail::prefetch_ahead_bytes(plan, actions, 0), 10);
+  EXPECT_EQ(detail::prefetch_ahead_bytes(plan, actions, 2), 40);  // unit 3 offloads its input
+  EXPECT_EQ(detail::prefetch_ahead_bytes(plan, actions, 3), 0);   // unit 4 is over the budget
+  EXPECT_EQ(detail::prefetch_ahead_bytes(plan, actions, 4), -1);  // nothing after it offloads
+}
+
 TEST_F(SessionTest, SuggestReportsTheJointPlanOfTheMeasuredGroups) {
   ASSERT_TRUE(detail::SavedTensorCapture::available());
   Session session(Options()

@@ -93,6 +93,36 @@ TEST(Offload, ConvNetGradientsEqualThePlainRunBitForBit) {
   expect_offload_matches_plain(conv_net(), torch::randn({4, 3, 16, 16}));
 }
 
+// A unit's tensors come back ahead (in the next unit's backward) only up to prefetch_ahead_bytes,
+// the last saved first: a joint plan gives the budget's free bytes there, so the prefetch cannot
+// push that backward over the budget. The rest come back at the unit's own backward.
+TEST(Offload, APrefetchAheadLimitBringsBackOnlyWhatFits) {
+  constexpr std::int64_t kTensorBytes = 32 * 64 * 4;  // each of unit 1's three saved outputs
+  auto run = [](std::int64_t limit, OffloadSummary& first, at::Tensor& grad) {
+    const at::Tensor x = torch::linspace(-2, 2, 32 * 64).reshape({32, 64}).requires_grad_(true);
+    OffloadMeter m1, m2;
+    at::Tensor y = offload([](const at::Tensor& in) { return in.tanh().sigmoid().exp(); }, x,
+                           copy_all(m1).prefetch_ahead_bytes(limit));
+    y = offload([](const at::Tensor& in) { return in.tanh(); }, y, copy_all(m2));
+    y.sum().backward();
+    first = m1.summary();
+    grad = x.grad();
+  };
+  OffloadSummary all, one, none;
+  at::Tensor g_all, g_one, g_none;
+  run(-1, all, g_all);
+  run(kTensorBytes + kTensorBytes / 2, one, g_one);
+  run(0, none, g_none);
+  EXPECT_EQ(all.offloaded_tensors, 3);
+  EXPECT_EQ(all.prefetched, 3);
+  EXPECT_EQ(one.prefetched, 1);  // exp's output, the first backward needs; 1.5 tensors fit
+  EXPECT_EQ(one.fetched_late, 2);
+  EXPECT_EQ(none.prefetched, 0);
+  EXPECT_EQ(none.fetched_late, 3);
+  EXPECT_TRUE(torch::equal(g_all, g_one));
+  EXPECT_TRUE(torch::equal(g_all, g_none));
+}
+
 TEST(Offload, ModuleFormTakesOptionsAndSkipsSmallStorages) {
   torch::manual_seed(2);
   torch::nn::Linear lin(64, 64);

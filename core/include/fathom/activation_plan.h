@@ -52,9 +52,10 @@
 // Not modelled: parameters, gradients and optimizer state (constant under any plan), the
 // gradients flowing between units in backward, transient buffers inside one op, the recompute
 // pass's own transient (the recomputed groups are counted all at once, as at the start of the
-// unit's backward), unit i's prefetched tensors arriving during unit i+1's backward (they are
-// counted at unit i's backward only: the true peak can exceed the prediction by up to one unit's
-// offloaded bytes when unit i+1's backward is the peak), the link shared between units whose
+// unit's backward), unit i's prefetched tensors arriving during unit i+1's backward (counted at
+// unit i's backward only; fathom's runtime brings back ahead only what the budget leaves free
+// there, OffloadOptions::prefetch_ahead_bytes, and the rest at unit i's own backward, where the
+// copy is exposed and this time model does not count it), the link shared between units whose
 // transfers overrun their windows, and the time a recomputed unit adds to the window its
 // neighbour's transfers overlap. Views and in-place ops must be inside the group of the tensor
 // they alias (a group whose output aliases another's cannot be chosen apart from it).

@@ -5,8 +5,9 @@
 // pinned host memory on a side CUDA stream, and the device memory goes back to the allocator once
 // the copy is done (the caching allocator holds the block until the side stream has read it).
 // In backward the tensors come back on another side stream, one unit ahead: when the backward of
-// a unit starts, the tensors of the unit that ran before it start coming back, so the copy
-// overlaps this unit's backward; compute waits on the copy's event, never reads a half copy.
+// a unit starts, the tensors of the unit that ran before it start coming back (up to
+// prefetch_ahead_bytes, the last saved first), so the copy overlaps this unit's backward; compute
+// waits on the copy's event, never reads a half copy.
 //
 //   auto y = fathom::offload(block, x);                      // a module
 //   auto y = fathom::offload([&](const at::Tensor& t) { return f(t); }, x,
@@ -110,6 +111,15 @@ class OffloadOptions {
     return *this;
   }
   const std::function<bool(const at::Tensor&)>& only() const noexcept { return only_; }
+  // Of this unit's offloaded bytes, at most this many come back ahead (while the backward of the
+  // unit after it runs); the rest come back when its own backward starts, where the copy is not
+  // hidden. The prefetch then never adds more than this to the memory of the backward before
+  // it: a plan sets it to what its budget leaves free there. Below 0 (the default): no limit.
+  OffloadOptions& prefetch_ahead_bytes(std::int64_t v) {
+    prefetch_ahead_bytes_ = v;
+    return *this;
+  }
+  std::int64_t prefetch_ahead_bytes() const noexcept { return prefetch_ahead_bytes_; }
   // The unit's name in fallback warnings.
   OffloadOptions& name(std::string v) {
     name_ = std::move(v);
@@ -119,6 +129,7 @@ class OffloadOptions {
 
  private:
   std::int64_t min_bytes_ = std::int64_t{1} << 20;
+  std::int64_t prefetch_ahead_bytes_ = -1;
   bool cpu_copy_ = false;
   std::optional<OffloadMeter> meter_;
   std::string name_;

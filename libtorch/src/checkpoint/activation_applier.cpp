@@ -129,4 +129,24 @@ WholeUnitPlan apply_whole_units(const std::vector<ActivationUnit>& units,
   return r;
 }
 
+namespace {
+
+bool offloads(const UnitAction& a) {
+  return a.kind == UnitActionKind::Mixed && (!a.offloaded_op_positions.empty() || a.offloads_input);
+}
+
+}  // namespace
+
+std::int64_t prefetch_ahead_bytes(const ActivationPlan& plan,
+                                  const std::vector<UnitAction>& actions, std::size_t unit) {
+  std::int64_t free = -1;
+  for (std::size_t j = unit + 1; j < actions.size() && j < plan.cost.units.size(); ++j) {
+    const std::int64_t left =
+        std::max<std::int64_t>(plan.budget_bytes - plan.cost.units[j].peak_bytes, 0);
+    free = free < 0 ? left : std::min(free, left);
+    if (offloads(actions[j])) return free;
+  }
+  return -1;
+}
+
 }  // namespace fathom::detail

@@ -43,6 +43,14 @@ std::vector<UnitAction> unit_actions(const std::vector<ActivationUnit>& units,
 std::vector<CheckpointSegment> recompute_segments(const ActivationAssignment& assignment,
                                                   const std::vector<UnitAction>& actions);
 
+// What unit i's offloaded tensors may take when they come back ahead: the backward of the next
+// unit that offloads starts their copy, and they stay through the backwards down to unit i's.
+// The model predicts each unit's backward peak without them (activation_plan.h), so this is what
+// the budget leaves free at the fullest of those backwards (OffloadOptions::prefetch_ahead_bytes).
+// -1 (no limit) when no unit after it offloads: nothing starts them ahead.
+std::int64_t prefetch_ahead_bytes(const ActivationPlan& plan,
+                                  const std::vector<UnitAction>& actions, std::size_t unit);
+
 struct WholeUnitPlan {
   ActivationAssignment
       assignment;  // every unit all kept or all recomputed, segments for the latter

@@ -137,6 +137,7 @@ std::optional<ActivationPlanReport> CheckpointExtension::plan_joint(
       m.run.offload_input = action.offloads_input;
       if (stand_in > 0) m.run.offload.cpu_copy(true);
       m.run.offload.name(c.label + ": " + units[i].name);
+      m.run.offload.prefetch_ahead_bytes(prefetch_ahead_bytes(plan, actions, i));
       if (mixed_runs) mixed_runs->push_back(std::move(m));
     }
   } else {

@@ -284,16 +284,18 @@ void OffloadUnit::end_forward() noexcept {
 void OffloadUnit::prefetch(bool ahead) noexcept {
   try {
     std::lock_guard<std::mutex> lock(mu_);
-    std::int64_t started = 0;
-    for (auto it = entries_.begin(); it != entries_.end();) {
+    std::erase_if(entries_, [](const std::weak_ptr<OffloadEntry>& w) {
+      return w.expired();  // its saved variables are gone (backward ran, or the graph was freed)
+    });
+    // Ahead, within the limit: the last saved first, as backward needs them.
+    const std::int64_t limit = ahead ? options_.prefetch_ahead_bytes() : -1;
+    std::int64_t started = 0, bytes = 0;
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
       std::shared_ptr<OffloadEntry> e = it->lock();
-      if (!e) {  // its saved variables are gone (backward ran, or the graph was freed)
-        it = entries_.erase(it);
-        continue;
-      }
-      ++it;
-      if (e->restored.defined()) continue;
+      if (!e || e->restored.defined()) continue;
+      if (limit >= 0 && bytes + e->nbytes > limit) break;
       copy_back(*e);
+      bytes += e->nbytes;
       ++started;
     }
     if (started) {
