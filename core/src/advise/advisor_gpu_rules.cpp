@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "advise/advisor_rules.h"
+#include "analyze/timeline_analysis.h"
 #include "analyze/transfer_analysis.h"
 #include "records/thresholds.h"
 
@@ -202,8 +203,7 @@ void transfers(const GpuSummary& g, std::vector<Finding>& out) {
 void host_sync(const GpuSummary& g, std::vector<Finding>& out) {
   const TimelineResult& t = g.timeline;
   if (t.window_ns <= 0) return;
-  const std::int64_t sync_ns = std::max(t.sync_call_ns, t.sync_record_ns);
-  const std::int64_t count = std::max(t.sync_calls, t.sync_records);
+  const auto [count, sync_ns] = host_syncs(t);
   std::int64_t idle_sync = 0;
   for (const DeviceTimeline& d : t.devices) idle_sync = std::max(idle_sync, d.idle.sync_ns);
   const double share = share_of(std::max(sync_ns, idle_sync), t.window_ns);

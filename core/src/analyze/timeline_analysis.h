@@ -4,6 +4,8 @@
 // of the communication (NCCL) ran while compute kernels ran.
 #include <fathom/gpu_analysis.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,5 +14,15 @@ namespace fathom {
 struct GpuAggregate;
 
 TimelineResult analyze_timeline(const GpuAggregate& a);
+
+// The host's synchronizations, each once: a sync is seen twice, as its runtime call and as
+// CUPTI's (or Kineto's) record of the wait, and either may be missing, so the larger of the two.
+struct HostSyncs {
+  std::int64_t count = 0;
+  std::int64_t ns = 0;
+};
+inline HostSyncs host_syncs(const TimelineResult& t) {
+  return {std::max(t.sync_calls, t.sync_records), std::max(t.sync_call_ns, t.sync_record_ns)};
+}
 
 }  // namespace fathom

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "aggregate/kernel_classifier.h"
+#include "analyze/timeline_analysis.h"
 #include "analyze/transfer_analysis.h"
 #include "records/bytes_text.h"
 #include "records/terminal_text.h"
@@ -142,10 +143,7 @@ void timeline(std::string& out, const TimelineResult& t) {
                  "    kernels {}, tiny (<10 us): {} of them, {} of kernel time; launch calls {}, "
                  "host syncs {} ({})\n",
                  t.kernel_count, pct(t.tiny_count_share), pct(t.tiny_time_share), t.launch_calls,
-                 // A sync is seen twice, as its runtime call and as CUPTI's record of the wait:
-                 // the larger of the two counts it once, as the advisor's sync rule does.
-                 std::max(t.sync_calls, t.sync_records),
-                 ms(std::max(t.sync_call_ns, t.sync_record_ns)));
+                 host_syncs(t).count, ms(host_syncs(t).ns));
   if (t.communication_kernels > 0) {
     for (const auto& d : t.devices)
       fmt::format_to(o,

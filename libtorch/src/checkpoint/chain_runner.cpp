@@ -255,19 +255,6 @@ namespace fathom {
 
 namespace {
 at::Tensor run_block(const std::shared_ptr<torch::nn::Module>& module,
-                     const TensorFunction& forward, const at::Tensor& input);
-}  // namespace
-
-at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorFunction& forward,
-                 const at::Tensor& input) {
-  if (!module) throw Error("fathom::block: the module is empty; pass the block's module holder");
-  if (!forward) throw Error("fathom::block: the forward function is empty");
-  // Under Auto's mixed precision a block that throws runs again in fp32 (amp.h).
-  return detail::amp_region([&] { return run_block(module, forward, input); });
-}
-
-namespace {
-at::Tensor run_block(const std::shared_ptr<torch::nn::Module>& module,
                      const TensorFunction& forward, const at::Tensor& input) {
   using detail::ChainNesting;
   using detail::CheckpointExtension;
@@ -319,5 +306,13 @@ at::Tensor run_block(const std::shared_ptr<torch::nn::Module>& module,
   return y;
 }
 }  // namespace
+
+at::Tensor block(const std::shared_ptr<torch::nn::Module>& module, const TensorFunction& forward,
+                 const at::Tensor& input) {
+  if (!module) throw Error("fathom::block: the module is empty; pass the block's module holder");
+  if (!forward) throw Error("fathom::block: the forward function is empty");
+  // Under Auto's mixed precision a block that throws runs again in fp32 (amp.h).
+  return detail::amp_region([&] { return run_block(module, forward, input); });
+}
 
 }  // namespace fathom
