@@ -546,20 +546,27 @@ class ResidentSaved final : public fathom::detail::SavedTensorPacker {
 
 struct OffloadRun {
   std::int64_t resident = 0;
+  std::int64_t step_peak = 0;  // as the table's peak column: the allocator's, over one step
   fathom::OffloadSummary summary;
   double step_ms = 0;
   std::vector<at::Tensor> grads;
 };
 
 // Every item of the Sequential as one unit under fathom::offload (the CPU copy path here: the
-// "host copy" a separate buffer, so what leaves the device is measured as on a GPU), or plain.
-OffloadRun run_offload(Model& m, const at::Tensor& x, bool offloaded, int repeats) {
+// "host copy" a separate buffer, so what leaves the device is measured as on a GPU), or plain
+// (fetch_ahead < -1). fetch_ahead: OffloadOptions::fetch_ahead.
+OffloadRun run_offload(Model& m, const at::Tensor& x, int fetch_ahead, int repeats,
+                       bench::CpuPeakAllocator& alloc) {
+  const bool offloaded = fetch_ahead >= -1;
   OffloadRun r;
   std::vector<double> times;
-  for (int i = 0; i < repeats + 1; ++i) {
-    m.seq->zero_grad();
+  for (int i = 0; i < repeats + 2; ++i) {
+    zero_grads(m);
     fathom::OffloadMeter meter;
-    const auto options = fathom::OffloadOptions().cpu_copy(true).min_bytes(0).meter(meter);
+    const auto options =
+        fathom::OffloadOptions().cpu_copy(true).min_bytes(0).meter(meter).fetch_ahead(fetch_ahead);
+    const bool peak_run = i == 1;  // after a warm-up, untimed
+    if (peak_run) alloc.reset_peak();
     const auto t = std::chrono::steady_clock::now();
     at::Tensor h = x;
     std::int64_t resident = 0;
@@ -572,7 +579,9 @@ OffloadRun run_offload(Model& m, const at::Tensor& x, bool offloaded, int repeat
       resident = saved.resident_bytes();
     }
     h.pow(2).mean().backward();
-    if (i > 0) times.push_back(seconds_since(t) * 1e3);
+    h = at::Tensor();
+    if (peak_run) r.step_peak = alloc.peak_since_reset();
+    if (i > 1) times.push_back(seconds_since(t) * 1e3);
     r.resident = resident;
     r.summary = meter.summary();
   }
@@ -582,32 +591,57 @@ OffloadRun run_offload(Model& m, const at::Tensor& x, bool offloaded, int repeat
   return r;
 }
 
-void bench_offload(Model& m, int repeats, std::vector<JsonRow>& json) {
+// Each item offloaded whole, its tensors back all at once, one ahead of the one in use, or each
+// at its use: the last is the least any plan of keep, recompute or offload reaches on this model
+// (every saved tensor off the device but the one backward is using), so a budget under its step
+// peak is one no plan meets; the rest of it is the gradients between the ops and their
+// transients, which no plan changes.
+void bench_offload(Model& m, int repeats, bench::CpuPeakAllocator& alloc,
+                   std::vector<JsonRow>& json) {
   const at::Tensor& x = m.x;
-  const OffloadRun none = run_offload(m, x, false, repeats);
-  const OffloadRun off = run_offload(m, x, true, repeats);
-  bool identical = none.grads.size() == off.grads.size();
-  for (std::size_t i = 0; identical && i < none.grads.size(); ++i)
-    identical = torch::equal(none.grads[i], off.grads[i]);
-  std::printf("  offload rows (each Sequential item under fathom::offload, the CPU copy path):\n");
-  std::printf("  %-16s %12s %13s %12s %10s %10s %9s %s\n", "strategy", "resident", "peak_fraction",
-              "offloaded", "recompute", "step ms", "overhead", "gradients_identical");
-  for (const auto* row : {&none, &off}) {
-    const bool is_none = row == &none;
-    std::printf("  %-16s %12s %12.0f%% %12s %9.0f%% %10.2f %8.0f%% %s\n",
-                is_none ? "none" : "offload", mib(row->resident).c_str(),
-                none.resident > 0 ? 100.0 * row->resident / none.resident : 0.0,
-                mib(row->summary.offloaded_bytes).c_str(), 0.0, row->step_ms,
-                none.step_ms > 0 ? 100.0 * (row->step_ms / none.step_ms - 1.0) : 0.0,
+  struct Row {
+    const char* label;
+    const char* name;  // for --json
+    int fetch_ahead;
+    OffloadRun run;
+  };
+  std::vector<Row> rows{{"none", "none", -2, {}},
+                        {"offload", "offload", -1, {}},
+                        {"offload, 1 ahead", "offload_one_ahead", 1, {}},
+                        {"offload, at use", "offload_at_use", 0, {}}};
+  for (Row& r : rows) r.run = run_offload(m, x, r.fetch_ahead, repeats, alloc);
+  const OffloadRun& none = rows[0].run;
+  std::printf(
+      "  offload rows (each Sequential item under fathom::offload, the CPU copy path; its tensors "
+      "back all at once, one ahead, or at their use):\n");
+  std::printf("  %-18s %10s %9s %10s %9s %10s %10s %9s %s\n", "strategy", "resident", "of none",
+              "step peak", "of none", "offloaded", "step ms", "overhead", "gradients_identical");
+  for (const Row& row : rows) {
+    const bool is_none = &row == &rows[0];
+    bool identical = none.grads.size() == row.run.grads.size();
+    for (std::size_t i = 0; identical && i < none.grads.size(); ++i)
+      identical = torch::equal(none.grads[i], row.run.grads[i]);
+    const double resident_fraction =
+        none.resident > 0 ? static_cast<double>(row.run.resident) / none.resident : 0.0;
+    const double peak_fraction =
+        none.step_peak > 0 ? static_cast<double>(row.run.step_peak) / none.step_peak : 0.0;
+    std::printf("  %-18s %10s %8.0f%% %10s %8.0f%% %10s %10.2f %8.0f%% %s\n", row.label,
+                mib(row.run.resident).c_str(), 100 * resident_fraction,
+                mib(row.run.step_peak).c_str(), 100 * peak_fraction,
+                mib(row.run.summary.offloaded_bytes).c_str(), row.run.step_ms,
+                none.step_ms > 0 ? 100.0 * (row.run.step_ms / none.step_ms - 1.0) : 0.0,
                 is_none ? "-" : (identical ? "yes" : "NO"));
+    if (is_none) continue;
+    if (row.fetch_ahead == -1)
+      json.push_back(
+          {m.name, row.name, 0, resident_fraction, 0.0, identical, "resident_after_forward"});
+    json.push_back({m.name, row.name, 0, peak_fraction, 0.0, identical, "step_peak"});
   }
   std::printf(
       "  (resident: saved storages still allocated when the forward returns; the offloaded ones "
-      "leave. Recompute 0: nothing runs again. On a GPU the copies cross the link instead: "
+      "leave. Nothing runs again. \"at use\" is the least any plan reaches here: the rest of "
+      "its step peak is the gradients between ops. On a GPU the copies cross the link instead: "
       "bench/offload_bench)\n");
-  if (none.resident > 0)
-    json.push_back({m.name, "offload", 0, static_cast<double>(off.resident) / none.resident, 0.0,
-                    identical, "resident_after_forward"});
 }
 }  // namespace
 
@@ -638,7 +672,7 @@ int main(int argc, char** argv) {
     if (!only.empty() && m.name != only) continue;
     m.seq->train();
     bench_model(m, repeats, alloc, json);
-    bench_offload(m, repeats, json);
+    bench_offload(m, repeats, alloc, json);
   }
   if (only.empty()) bench_planner();
   if (!json_path.empty()) write_json(json_path, json);

@@ -1,6 +1,9 @@
 // Activation offloading on a chain whose activations are large: step time with nothing
 // offloaded and with every block under fathom::offload, side by side, with what crossed the link
-// (GB/s from device events around each copy) and how much of the copy time hid under compute.
+// (GB/s from device events around each copy) and how much of the copy time hid under compute;
+// offloaded twice: each unit's tensors back all at once ("offload"), and one ahead of the one in
+// use ("offload1", OffloadOptions::fetch_ahead(1), what Auto runs), which holds less at a
+// backward and hides less.
 //
 //   offload_bench [--device cuda|cpu] [--blocks N] [--width W] [--tokens T] [--repeats R]
 //
@@ -53,8 +56,9 @@ std::int64_t allocated(const torch::Device& d) {
       .current;
 }
 
-Row run(std::vector<MlpBlock>& blocks, const at::Tensor& x, bool offloaded, int repeats,
-        const torch::Device& device) {
+// fetch_ahead: OffloadOptions::fetch_ahead of the offloaded run.
+Row run(std::vector<MlpBlock>& blocks, const at::Tensor& x, bool offloaded, int fetch_ahead,
+        int repeats, const torch::Device& device) {
   Row r;
   std::vector<double> wall, cpu;
   fathom::OffloadMeter meter;
@@ -70,7 +74,7 @@ Row run(std::vector<MlpBlock>& blocks, const at::Tensor& x, bool offloaded, int 
     at::Tensor h = x;
     // On the CPU every storage takes the copy path (the sizes are small there); on a GPU the
     // default threshold (1 MiB) applies.
-    auto options = fathom::OffloadOptions().meter(meter);
+    auto options = fathom::OffloadOptions().meter(meter).fetch_ahead(fetch_ahead);
     if (!device.is_cuda()) options.cpu_copy(true).min_bytes(0);
     for (auto& b : blocks) h = offloaded ? fathom::offload(b, h, options) : b->forward(h);
     sync(device);
@@ -138,18 +142,23 @@ int main(int argc, char** argv) {
       "steps (median)\n",
       device_name.c_str(), static_cast<long long>(blocks_n), static_cast<long long>(width),
       static_cast<long long>(tokens), repeats);
-  const Row none = run(blocks, x, false, repeats, device);
-  const Row off = run(blocks, x, true, repeats, device);
+  const Row none = run(blocks, x, false, -1, repeats, device);
+  const Row off = run(blocks, x, true, -1, repeats, device);
+  // Each unit's tensors back one ahead of the one in use (OffloadOptions::fetch_ahead(1), what
+  // Auto runs for blocks it offloads without recompute): less held at a backward, less hidden.
+  const Row window = run(blocks, x, true, 1, repeats, device);
   const fathom::OffloadSummary& s = off.offload;
   std::printf("variant   step ms   CPU ms   held MiB   peak MiB\n");
-  for (const Row* r : {&none, &off}) {
+  for (const Row* r : {&none, &off, &window}) {
+    const char* label = r == &none ? "none" : (r == &off ? "offload" : "offload1");
     if (device.is_cuda())
-      std::printf("%-8s %8.2f %8.2f %10.1f %10.1f\n", r == &none ? "none" : "offload", r->step_ms,
-                  r->cpu_ms, mib(r->held), mib(r->peak));
+      std::printf("%-8s %8.2f %8.2f %10.1f %10.1f\n", label, r->step_ms, r->cpu_ms, mib(r->held),
+                  mib(r->peak));
     else  // no allocator statistics on the CPU
-      std::printf("%-8s %8.2f %8.2f %10s %10s\n", r == &none ? "none" : "offload", r->step_ms,
-                  r->cpu_ms, "n/a", "n/a");
+      std::printf("%-8s %8.2f %8.2f %10s %10s\n", label, r->step_ms, r->cpu_ms, "n/a", "n/a");
   }
+  std::printf(
+      "(offload: a unit's tensors back all at once; offload1: one ahead of the one in use)\n");
   std::printf("offload vs none: step %.2fx", none.step_ms > 0 ? off.step_ms / none.step_ms : 0.0);
   if (none.held > 0)
     std::printf(", held %.2fx", static_cast<double>(off.held) / static_cast<double>(none.held));
@@ -167,6 +176,15 @@ int main(int argc, char** argv) {
     std::printf(
         "overlap: hidden %.0f%% of the transfer time (1 - extra step time / transfer time)\n",
         100.0 * std::clamp(hidden, 0.0, 1.0));
+    const fathom::OffloadSummary& w = window.offload;
+    const double w_transfer = w.to_host_ms + w.to_device_ms;
+    const double w_hidden =
+        w_transfer > 0 ? 1.0 - (window.step_ms - none.step_ms) / w_transfer : 0.0;
+    std::printf(
+        "overlap, one ahead: hidden %.0f%% of the transfer time; backward waited %.2f ms; peak "
+        "%.2fx the all-at-once row's\n",
+        100.0 * std::clamp(w_hidden, 0.0, 1.0), w.backward_wait_ms,
+        off.peak > 0 ? static_cast<double>(window.peak) / static_cast<double>(off.peak) : 0.0);
   } else {
     std::printf("link: none on the CPU path (copies are memcpy): no overlap to measure\n");
   }

@@ -155,6 +155,51 @@ TEST(ActivationPlan, OffloadsWhatTheLinkHidesAndRecomputesWhatItCannot) {
   EXPECT_DOUBLE_EQ(evaluate_activations(chain, a, fast).exposed_transfer_ms, 4.0);
 }
 
+TEST(ActivationPlan, AUnitThatRecomputesNothingHoldsItsFetchWindowNotAllItOffloaded) {
+  // One unit, its groups offloaded: its backward brings them back one ahead of the one in use,
+  // so it holds two at a time: at most twice the largest (2 x 300), not all four (950).
+  ActivationUnit u;
+  u.name = "block";
+  u.input_bytes = 500;
+  u.input_saved_bytes = 500;
+  u.output_bytes = 50;
+  u.groups = {{"conv", 300, 4.0, 0, true, {kUnitInput}},
+              {"bn", 100, 1.0, 0, false, {0}},
+              {"relu", 300, 1.0, 0, false, {1}},
+              {"scale", 200, 1.0, 0, false, {2}},
+              {"out", 50, 1.0, 0, false, {3}}};
+  const std::vector<ActivationUnit> chain{u};
+  ActivationPlanOptions link;
+  link.link_bytes_per_second = 1e9;
+  ActivationAssignment a = keep_all(chain);
+  a.choices[0] = {Offload, Offload, Offload, Offload, Offload};
+  ActivationCost c = evaluate_activations(chain, a, link);
+  // Its input (500) kept at the boundary, nothing kept of its own, the window 600.
+  EXPECT_EQ(c.units[0].peak_bytes, 500 + 600);
+  EXPECT_EQ(c.offloaded_bytes, 950);
+  // Its input offloaded too is one more item: none held at the boundary, 2 x 500 at backward.
+  a.inputs = {Offload};
+  c = evaluate_activations(chain, a, link);
+  EXPECT_EQ(c.units[0].peak_bytes, 1000);
+  EXPECT_EQ(c.offloaded_bytes, 1450);
+  // Two offloaded groups are both back at once: the window is their sum.
+  a = keep_all(chain);
+  a.choices[0][1] = Offload;
+  a.choices[0][3] = Offload;
+  c = evaluate_activations(chain, a, link);
+  EXPECT_EQ(c.units[0].peak_bytes, 500 + 300 + 300 + 50 + (100 + 200));
+  // A unit that recomputes a group runs its recompute pass first, which may read what it
+  // offloaded: all of it is back.
+  a.choices[0] = {Offload, Offload, Recompute, Offload, Offload};
+  c = evaluate_activations(chain, a, link);
+  EXPECT_EQ(c.units[0].peak_bytes, 500 + 950);
+  // The planner finds the window: at 1100 it offloads every group and recomputes nothing.
+  const ActivationPlan p = plan_activations(chain, 1100, link);
+  ASSERT_TRUE(p.feasible) << p.message;
+  EXPECT_EQ(p.cost.recompute_ms, 0.0);
+  EXPECT_LE(p.cost.peak_bytes, 1100);
+}
+
 TEST(ActivationPlan, KeepsAnExpensiveOutputToRebuildTheCheapOnesAfterIt) {
   // A unit whose matmul (8 ms) feeds three cheap pointwise groups: under a budget that must drop
   // 600 B of u1, rebuilding the pointwise groups from the kept matmul output (3 ms) beats

@@ -123,6 +123,42 @@ TEST(Offload, APrefetchAheadLimitBringsBackOnlyWhatFits) {
   EXPECT_TRUE(torch::equal(g_all, g_none));
 }
 
+// fetch_ahead(1): the unit's own backward brings its tensors back in the order it uses them, one
+// ahead of the one in use, not all when it begins: when the gradient of each saved output is
+// ready (a hook on it), the copies started so far are the ones backward has used and one more.
+TEST(Offload, AFetchWindowBringsBackOneAheadOfTheTensorInUse) {
+  auto run = [](int fetch_ahead, std::vector<std::int64_t>& fetched_at, at::Tensor& grad) {
+    const at::Tensor x = torch::linspace(-2, 2, 32 * 64).reshape({32, 64}).requires_grad_(true);
+    OffloadMeter meter;
+    std::vector<std::int64_t> at(3, -1);
+    auto fn = [&](const at::Tensor& in) {
+      // Each op saves its output: h1, h2, h3, h4, used in backward in the reverse order.
+      const at::Tensor h1 = in.tanh(), h2 = h1.sigmoid(), h3 = h2.exp(), h4 = h3.tanh();
+      const at::Tensor* hs[] = {&h1, &h2, &h3};
+      for (int k = 0; k < 3; ++k)
+        hs[k]->register_hook(
+            [&meter, &at, k](const at::Tensor&) { at[k] = meter.summary().fetched_late; });
+      return h4;
+    };
+    const at::Tensor y = offload(fn, x, copy_all(meter).fetch_ahead(fetch_ahead));
+    y.sum().backward();
+    const OffloadSummary s = meter.summary();
+    EXPECT_EQ(s.offloaded_tensors, 4);
+    EXPECT_EQ(s.fetched_late, 4);
+    fetched_at = at;
+    grad = x.grad();
+  };
+  std::vector<std::int64_t> windowed, all;
+  at::Tensor g_windowed, g_all;
+  run(1, windowed, g_windowed);
+  run(-1, all, g_all);
+  // h3's gradient comes after tanh's backward used h4 (h3 already back with it), h2's after
+  // exp's used h3 (h2 started then), h1's after sigmoid's used h2.
+  EXPECT_EQ(windowed, (std::vector<std::int64_t>{4, 3, 2}));
+  EXPECT_EQ(all, (std::vector<std::int64_t>{4, 4, 4}));
+  EXPECT_TRUE(torch::equal(g_windowed, g_all));
+}
+
 TEST(Offload, ModuleFormTakesOptionsAndSkipsSmallStorages) {
   torch::manual_seed(2);
   torch::nn::Linear lin(64, 64);

@@ -36,9 +36,15 @@
 //   Whole-recompute segments [s..e] (several units sharing one kept input, as in
 //   checkpoint_planner.h) hold nothing of their units after forward and rebuild all of them.
 //   Stored after forward:  M = Σ_i K_i + Σ_j need_j
-//   Unit i's backward (units outside segments):  H_i + need_{i-1} + K_i + o_i + T_i, where H_i
-//   is everything stored for units and boundaries before i; a segment's as checkpoint_planner.h
-//   states (its input held, all its units' groups and boundaries rebuilt).
+//   Unit i's backward (units outside segments):  H_i + need_{i-1} + K_i + o_i + A_i, where H_i
+//   is everything stored for units and boundaries before i, and A_i what its backward brings
+//   back: T_i when the unit recomputes a group (the recompute pass runs first, and may read
+//   offloaded tensors), else its fetch window W_i: such a unit fetches its offloaded items (its
+//   offloaded groups and input) in the order backward uses them, one ahead of the one in use
+//   (OffloadOptions::fetch_ahead(1)), so it holds two of them at a time:
+//   W_i = min(T_i, 2 x its largest offloaded item), whatever order a branching backward takes.
+//   A segment's backward as checkpoint_planner.h states (its input held, all its units' groups
+//   and boundaries rebuilt).
 //   Predicted peak = the largest of these.
 //
 // The time model, with the link's bandwidth B (bytes/s each way, measured; 0 = unknown, so
@@ -62,10 +68,10 @@
 //
 // The planner is the chain DP of checkpoint_planner.cpp (state: unit, whether the unit before
 // kept its output; value: the Pareto front of bytes held and extra time) whose step for a unit
-// outside segments chooses among the unit's Pareto-optimal choices. A unit's kept bytes plus what
-// its backward rebuilds or fetches is the same under every choice (all its groups are on the
-// device at its backward), so a choice is worth its kept bytes K_i, its u_i, whether it keeps its
-// output, and its time; the choices are built group by group, dropping dominated ones. Of plans
+// outside segments chooses among the unit's Pareto-optimal choices. A choice is worth its kept
+// bytes K_i, its bytes at its backward (K_i + o_i + A_i), its u_i, whether it keeps its output,
+// and its time; the choices are built group by group, dropping dominated ones (a partial choice
+// also carries its largest offloaded group, for its fetch window). Of plans
 // equal in predicted time the DP holds the least memory, so it offloads all the link hides; the
 // plan found then keeps every offloaded group the budget allows at no more predicted time (a
 // hidden transfer still takes pinned host memory and the link). Exact (equal to brute force over

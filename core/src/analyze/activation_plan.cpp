@@ -103,23 +103,37 @@ struct UnitOption {
 
 // A unit's choices for its first groups: what they add so far.
 struct Partial {
-  std::int64_t kept = 0, transient = 0, offloaded = 0;
+  std::int64_t kept = 0, recomputed = 0, offloaded = 0;
+  std::int64_t largest_offloaded = 0;  // of its groups, while it recomputes none (else 0)
   double recompute_ms = 0;
-  bool reads_input = false, output_kept = false;
+  bool reads_input = false, output_kept = false, recomputes = false;
   std::vector<TensorChoice> choices;
 };
 
-// Kept, recomputed and offloaded groups are all on the device at the unit's backward, so a
-// unit's kept bytes plus what its backward rebuilds is the same under every choice: the bytes
-// at its backward are not a criterion of their own.
+// What the unit's backward holds of its recomputed and offloaded groups and offloaded input
+// (A_i of the header): all of them when it recomputes (the recompute pass runs first and may
+// read offloaded tensors), else its fetch window, two items at most.
+std::int64_t rebuilt_at_backward(bool recomputes, std::int64_t recomputed, std::int64_t offloaded,
+                                 std::int64_t largest_offloaded, std::int64_t input_offloaded) {
+  if (recomputes) return recomputed + offloaded + input_offloaded;
+  return std::min(offloaded + input_offloaded, 2 * std::max(largest_offloaded, input_offloaded));
+}
+
+// a is no worse than b under every choice of the groups still to come: no more kept, offloaded
+// or recompute time, and no more at the unit's backward whichever way it ends. Its kept bytes
+// plus what its backward holds are the sum of its groups when it recomputes, and no more when it
+// does not: so when b recomputes, nothing more is asked; when it does not, a must not either,
+// and its largest offloaded group must be no larger.
 bool dominates(const Partial& a, const Partial& b) {
-  return a.kept <= b.kept && a.offloaded <= b.offloaded && a.recompute_ms <= b.recompute_ms &&
-         (!a.reads_input || b.reads_input) && (!a.output_kept || b.output_kept);
+  if (!(a.kept <= b.kept && a.offloaded <= b.offloaded && a.recompute_ms <= b.recompute_ms &&
+        (!a.reads_input || b.reads_input) && (!a.output_kept || b.output_kept)))
+    return false;
+  return b.recomputes || (!a.recomputes && a.largest_offloaded <= b.largest_offloaded);
 }
 
 bool dominates(const UnitOption& a, const UnitOption& b) {
-  return a.kept <= b.kept && a.input_held <= b.input_held && a.time <= b.time &&
-         (!a.output_kept || b.output_kept);
+  return a.kept <= b.kept && a.kept + a.at_backward <= b.kept + b.at_backward &&
+         a.input_held <= b.input_held && a.time <= b.time && (!a.output_kept || b.output_kept);
 }
 
 // Drops every point another one dominates (of equal points, all but one).
@@ -168,25 +182,28 @@ std::vector<UnitOption> unit_options(const ActivationUnit& u, double next_forwar
       if (last && output_held_anyway) continue;
       Partial recompute = p;
       recompute.choices.push_back(TensorChoice::Recompute);
-      recompute.transient += s.saved_bytes;
+      recompute.recomputed += s.saved_bytes;
+      recompute.recomputes = true;
+      recompute.largest_offloaded = 0;  // a unit that recomputes brings back all it offloaded
       recompute.recompute_ms += s.forward_ms;
       recompute.reads_input = recompute.reads_input || reads_unit_input(s);
       next.push_back(std::move(recompute));
       if (offload) {
         Partial off = p;
         off.choices.push_back(TensorChoice::Offload);
-        off.transient += s.saved_bytes;
         off.offloaded += s.saved_bytes;
+        if (!off.recomputes) off.largest_offloaded = std::max(off.largest_offloaded, s.saved_bytes);
         next.push_back(std::move(off));
       }
     }
     keep_undominated(next, [](const Partial& p) {
-      return std::tuple(p.kept, p.offloaded, p.recompute_ms, p.reads_input, p.output_kept);
+      return std::tuple(p.kept, p.offloaded, p.recompute_ms, p.largest_offloaded, p.reads_input,
+                        p.output_kept);
     });
     if (next.size() > kUnitCap) {
       exact = false;
       std::sort(next.begin(), next.end(), [](const Partial& a, const Partial& b) {
-        return a.kept + a.transient < b.kept + b.transient;
+        return a.kept + a.recomputed + a.offloaded < b.kept + b.recomputed + b.offloaded;
       });
       std::vector<Partial> thinned;
       for (std::size_t k = 0; k < kUnitCap; ++k)
@@ -200,7 +217,9 @@ std::vector<UnitOption> unit_options(const ActivationUnit& u, double next_forwar
     UnitOption o;
     o.kept = p.kept;
     o.output_kept = p.output_kept;
-    o.at_backward = p.transient + (p.output_kept ? output_saved(u) : 0);
+    const std::int64_t output = p.output_kept ? output_saved(u) : 0;
+    o.at_backward = output + rebuilt_at_backward(p.recomputes, p.recomputed, p.offloaded,
+                                                 p.largest_offloaded, 0);
     const std::int64_t input =
         p.reads_input ? std::max(u.input_saved_bytes, u.input_bytes) : u.input_saved_bytes;
     o.input_held = input;
@@ -212,7 +231,8 @@ std::vector<UnitOption> unit_options(const ActivationUnit& u, double next_forwar
       UnitOption off = o;
       off.input = TensorChoice::Offload;
       off.input_held = 0;
-      off.at_backward += input;
+      off.at_backward = output + rebuilt_at_backward(p.recomputes, p.recomputed, p.offloaded,
+                                                     p.largest_offloaded, input);
       off.time = p.recompute_ms + exposed_ms(p.offloaded + input, options.link_bytes_per_second,
                                              next_forward_ms, options.backward_to_forward);
       out.push_back(std::move(off));
@@ -557,8 +577,8 @@ ActivationCost evaluate_activations(const std::vector<ActivationUnit>& units,
   for (int i = 0; i < n; ++i) {
     const ActivationUnit& u = units[i];
     const int m = static_cast<int>(u.groups.size());
-    bool reads_input = false;
-    std::int64_t offloaded = 0;
+    bool reads_input = false, recomputes = false;
+    std::int64_t offloaded = 0, recomputed = 0, largest_offloaded = 0;
     UnitActivationCost& uc = cost.units[i];
     for (int g = 0; g < m; ++g) {
       const SavedGroup& s = u.groups[g];
@@ -571,7 +591,8 @@ ActivationCost evaluate_activations(const std::vector<ActivationUnit>& units,
           uc.recomputed_bytes += s.saved_bytes;
           uc.recompute_ms += s.forward_ms;
           uc.recompute_flops += s.flops;
-          transient[i] += s.saved_bytes;
+          recomputed += s.saved_bytes;
+          recomputes = true;
           reads_input = reads_input || reads_unit_input(s);
           break;
         case TensorChoice::Offload:
@@ -581,13 +602,14 @@ ActivationCost evaluate_activations(const std::vector<ActivationUnit>& units,
                 "bandwidth is given; measure the host<->device bandwidth or keep or recompute it",
                 g, s.name, i, u.name));
           uc.offloaded_bytes += s.saved_bytes;
-          transient[i] += s.saved_bytes;
           offloaded += s.saved_bytes;
+          largest_offloaded = std::max(largest_offloaded, s.saved_bytes);
           break;
       }
     }
     input_held[i] =
         reads_input ? std::max(u.input_saved_bytes, u.input_bytes) : u.input_saved_bytes;
+    std::int64_t input_offloaded = 0;
     if (a.input(i) == TensorChoice::Offload && input_held[i] > 0) {
       if (bandwidth <= 0)
         throw Error(fmt::format(
@@ -595,10 +617,12 @@ ActivationCost evaluate_activations(const std::vector<ActivationUnit>& units,
             "given; measure the host<->device bandwidth or keep it",
             i, u.name));
       uc.offloaded_bytes += input_held[i];
-      transient[i] += input_held[i];
-      offloaded += input_held[i];
+      input_offloaded = input_held[i];
       input_held[i] = 0;
     }
+    transient[i] = rebuilt_at_backward(recomputes, recomputed, offloaded,
+                                       recomputes ? 0 : largest_offloaded, input_offloaded);
+    offloaded += input_offloaded;
     const double next = i + 1 < n ? unit_forward_ms(units[i + 1]) : 0.0;
     uc.exposed_transfer_ms = exposed_ms(offloaded, bandwidth, next, options.backward_to_forward);
     cost.kept_bytes += uc.kept_bytes;

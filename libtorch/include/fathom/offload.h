@@ -120,6 +120,19 @@ class OffloadOptions {
     return *this;
   }
   std::int64_t prefetch_ahead_bytes() const noexcept { return prefetch_ahead_bytes_; }
+  // How its own backward brings the unit's tensors back. Below 0 (the default): all of them when
+  // its backward begins, which hides the most copy time and holds them all at once. n >= 0: in
+  // the order backward uses them (the last saved first), at most n tensors back ahead of the one
+  // backward is using, each next one started as the one before it is first used (torchtune's
+  // activation offloading fetches so, one ahead): the unit then holds n + 1 of its tensors at a
+  // time, not all, and a copy is hidden only behind the backward of the tensor before it. A plan
+  // that offloads a unit's groups without recomputing it uses 1 (activation_plan.h: the fetch
+  // window). The prefetch one unit ahead brings back at most n + 1 too.
+  OffloadOptions& fetch_ahead(int n) {
+    fetch_ahead_ = n;
+    return *this;
+  }
+  int fetch_ahead() const noexcept { return fetch_ahead_; }
   // The unit's name in fallback warnings.
   OffloadOptions& name(std::string v) {
     name_ = std::move(v);
@@ -130,6 +143,7 @@ class OffloadOptions {
  private:
   std::int64_t min_bytes_ = std::int64_t{1} << 20;
   std::int64_t prefetch_ahead_bytes_ = -1;
+  int fetch_ahead_ = -1;
   bool cpu_copy_ = false;
   std::optional<OffloadMeter> meter_;
   std::string name_;

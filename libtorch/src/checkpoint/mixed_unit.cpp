@@ -38,6 +38,9 @@ at::Tensor run_mixed_unit(const TensorFunction& forward, const at::Tensor& input
   }
   auto offloaded =
       std::make_shared<const std::unordered_set<int>>(run.offloaded.begin(), run.offloaded.end());
+  // Nothing recomputed: its backward fetches one ahead, as the plan's fetch window assumes
+  // (activation_plan.h).
+  offload.fetch_ahead(1);
   offload.only([offloaded, input = run.offload_input](const at::Tensor& t) {
     const TopLevelOps* ops = TopLevelOps::on_this_thread();
     if (!ops) return false;

@@ -7,7 +7,8 @@
 // With a group to recompute, the unit is a selective checkpoint (checkpoint.h) whose policy
 // chooses by the top-level op each op runs in: kept and offloaded ops' outputs are not recomputed.
 // Without, it runs plainly under fathom::offload, which takes the saved storages charged to the
-// offloaded ops (as unit_measure.cpp charges them) and leaves the rest on the device.
+// offloaded ops (as unit_measure.cpp charges them) and leaves the rest on the device, and brings
+// them back one ahead of the one backward uses (OffloadOptions::fetch_ahead(1)).
 #include <fathom/checkpoint.h>
 #include <fathom/offload.h>
 

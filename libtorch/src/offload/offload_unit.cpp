@@ -287,10 +287,28 @@ void OffloadUnit::prefetch(bool ahead) noexcept {
     std::erase_if(entries_, [](const std::weak_ptr<OffloadEntry>& w) {
       return w.expired();  // its saved variables are gone (backward ran, or the graph was freed)
     });
-    // Ahead, within the limit: the last saved first, as backward needs them.
+    std::int64_t started = 0;
+    if (!ahead) {
+      // A new trip back (retain_graph brings a second): nothing of it used yet.
+      for (const auto& w : entries_)
+        if (auto e = w.lock()) e->used = false;
+    }
+    if (!ahead && options_.fetch_ahead() >= 0) {
+      started = fetch_window(nullptr);
+      if (started) {
+        std::lock_guard<std::mutex> m(meter_->mu);
+        meter_->totals.fetched_late += started;
+      }
+      return;
+    }
+    // Ahead, within the limit: the last saved first, as backward needs them (with a fetch
+    // window, no more than it holds when backward begins).
     const std::int64_t limit = ahead ? options_.prefetch_ahead_bytes() : -1;
-    std::int64_t started = 0, bytes = 0;
+    const std::int64_t max_count =
+        ahead && options_.fetch_ahead() >= 0 ? std::int64_t{options_.fetch_ahead()} + 1 : -1;
+    std::int64_t bytes = 0;
     for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+      if (max_count >= 0 && started >= max_count) break;
       std::shared_ptr<OffloadEntry> e = it->lock();
       if (!e || e->restored.defined()) continue;
       if (limit >= 0 && bytes + e->nbytes > limit) break;
@@ -306,6 +324,22 @@ void OffloadUnit::prefetch(bool ahead) noexcept {
     // The tensors come back at their unpack instead, where a failure is backward's error.
     detail::warn("fathom::offload: prefetching saved tensors failed: ", e.what());
   }
+}
+
+int OffloadUnit::fetch_window(const OffloadEntry* in_use) {
+  const int ahead = options_.fetch_ahead();
+  // Nothing in use yet: the first one backward needs is fetched too.
+  int room = in_use ? ahead : ahead + 1, started = 0;
+  for (auto it = entries_.rbegin(); it != entries_.rend() && room > 0; ++it) {
+    std::shared_ptr<OffloadEntry> e = it->lock();
+    if (!e || e->used || e.get() == in_use) continue;
+    if (!e->restored.defined()) {
+      copy_back(*e);
+      ++started;
+    }
+    --room;
+  }
+  return started;
 }
 
 void OffloadUnit::on_backward_begin() noexcept {
@@ -336,6 +370,19 @@ at::Tensor OffloadUnit::bring_back(const std::shared_ptr<OffloadEntry>& entry) {
   if (--e.unpacks_left <= 0) {
     e.restored = at::Tensor();
     e.back_done.reset();
+    e.used = true;
+  }
+  if (options_.fetch_ahead() >= 0) {
+    // The next ones start now, behind this tensor's backward; a failure leaves them to their own
+    // unpack, where it is backward's error.
+    try {
+      if (const int started = fetch_window(&e)) {
+        std::lock_guard<std::mutex> m(meter_->mu);
+        meter_->totals.fetched_late += started;
+      }
+    } catch (const std::exception& x) {
+      detail::warn("fathom::offload: fetching the next saved tensors failed: ", x.what());
+    }
   }
   return bytes;
 }

@@ -50,6 +50,7 @@ struct OffloadEntry {
   std::optional<c10::Event> back_done;  // GPU: restored is complete when it passes
   int users = 0;                        // saved variables holding this storage
   int unpacks_left = 0;                 // of this trip back
+  bool used = false;                    // this backward unpacked it for the last time
 };
 
 class OffloadUnit : public std::enable_shared_from_this<OffloadUnit> {
@@ -70,6 +71,10 @@ class OffloadUnit : public std::enable_shared_from_this<OffloadUnit> {
 
  private:
   void prefetch(bool ahead) noexcept;
+  // OffloadOptions::fetch_ahead >= 0: brings back the next tensors backward will use, up to
+  // that many beyond `in_use` (none: the first one backward needs, and that many after it).
+  // Returns how many copies it started.
+  int fetch_window(const OffloadEntry* in_use);         // mu_ held
   void copy_out(OffloadEntry& e, const at::Tensor& t);  // mu_ held
   void copy_back(OffloadEntry& e);                      // mu_ held
   void count_kept(std::int64_t bytes) noexcept;
