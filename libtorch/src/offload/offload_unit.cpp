@@ -127,6 +127,12 @@ void OffloadUnit::fall_back(const std::string& why) noexcept {
   }
 }
 
+void OffloadUnit::count_fetched(bool ahead, std::int64_t copies) {
+  if (copies == 0) return;
+  std::lock_guard<std::mutex> lock(meter_->mu);
+  (ahead ? meter_->totals.prefetched : meter_->totals.fetched_late) += copies;
+}
+
 void OffloadUnit::count_kept(std::int64_t bytes) noexcept {
   std::lock_guard<std::mutex> lock(meter_->mu);
   ++meter_->totals.kept_tensors;
@@ -287,26 +293,21 @@ void OffloadUnit::prefetch(bool ahead) noexcept {
     std::erase_if(entries_, [](const std::weak_ptr<OffloadEntry>& w) {
       return w.expired();  // its saved variables are gone (backward ran, or the graph was freed)
     });
-    std::int64_t started = 0;
     if (!ahead) {
       // A new trip back (retain_graph brings a second): nothing of it used yet.
       for (const auto& w : entries_)
         if (auto e = w.lock()) e->used = false;
-    }
-    if (!ahead && options_.fetch_ahead() >= 0) {
-      started = fetch_window(nullptr);
-      if (started) {
-        std::lock_guard<std::mutex> m(meter_->mu);
-        meter_->totals.fetched_late += started;
+      if (options_.fetch_ahead() >= 0) {
+        count_fetched(/*ahead=*/false, fetch_window(nullptr));
+        return;
       }
-      return;
     }
     // Ahead, within the limit: the last saved first, as backward needs them (with a fetch
     // window, no more than it holds when backward begins).
     const std::int64_t limit = ahead ? options_.prefetch_ahead_bytes() : -1;
     const std::int64_t max_count =
         ahead && options_.fetch_ahead() >= 0 ? std::int64_t{options_.fetch_ahead()} + 1 : -1;
-    std::int64_t bytes = 0;
+    std::int64_t started = 0, bytes = 0;
     for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
       if (max_count >= 0 && started >= max_count) break;
       std::shared_ptr<OffloadEntry> e = it->lock();
@@ -316,10 +317,7 @@ void OffloadUnit::prefetch(bool ahead) noexcept {
       bytes += e->nbytes;
       ++started;
     }
-    if (started) {
-      std::lock_guard<std::mutex> m(meter_->mu);
-      (ahead ? meter_->totals.prefetched : meter_->totals.fetched_late) += started;
-    }
+    count_fetched(ahead, started);
   } catch (const std::exception& e) {
     // The tensors come back at their unpack instead, where a failure is backward's error.
     detail::warn("fathom::offload: prefetching saved tensors failed: ", e.what());
@@ -352,8 +350,7 @@ at::Tensor OffloadUnit::bring_back(const std::shared_ptr<OffloadEntry>& entry) {
   OffloadEntry& e = *entry;
   if (!e.restored.defined()) {
     copy_back(e);
-    std::lock_guard<std::mutex> m(meter_->mu);
-    ++meter_->totals.fetched_late;
+    count_fetched(/*ahead=*/false, 1);
   }
   at::Tensor bytes = e.restored;
   if (e.back_done) {
@@ -376,10 +373,7 @@ at::Tensor OffloadUnit::bring_back(const std::shared_ptr<OffloadEntry>& entry) {
     // The next ones start now, behind this tensor's backward; a failure leaves them to their own
     // unpack, where it is backward's error.
     try {
-      if (const int started = fetch_window(&e)) {
-        std::lock_guard<std::mutex> m(meter_->mu);
-        meter_->totals.fetched_late += started;
-      }
+      count_fetched(/*ahead=*/false, fetch_window(&e));
     } catch (const std::exception& x) {
       detail::warn("fathom::offload: fetching the next saved tensors failed: ", x.what());
     }

@@ -78,6 +78,9 @@ class OffloadUnit : public std::enable_shared_from_this<OffloadUnit> {
   void copy_out(OffloadEntry& e, const at::Tensor& t);  // mu_ held
   void copy_back(OffloadEntry& e);                      // mu_ held
   void count_kept(std::int64_t bytes) noexcept;
+  // Copies back started one unit ahead (OffloadSummary::prefetched) or at the unit's own
+  // backward (fetched_late).
+  void count_fetched(bool ahead, std::int64_t copies);
 
   OffloadOptions options_;
   std::shared_ptr<OffloadMeterState> meter_;
