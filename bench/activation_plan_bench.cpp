@@ -4,7 +4,7 @@
 // (the fronts' worst case), without a link and with a 12 GB/s one, at 50 % and 33 % of the
 // everything-kept peak. Prints wall and CPU time per plan beside what the plan predicts.
 //   activation_plan_bench [UNITS]
-#include <fathom/activation_plan.h>
+#include <fathom/activation_planner.h>
 
 #include <chrono>
 #include <cstdio>

@@ -34,9 +34,9 @@
 
 #include "aggregate/gpu_aggregator.h"
 #include "analyze/activity_replay.h"
+#include "base/file_system.h"
 #include "collect/process_memory.h"
-#include "records/activity_file.h"
-#include "records/file_system.h"
+#include "formats/activity_file.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "records/file_system.h"
+#include "base/file_system.h"
 #include "resnet.h"  // the vision example's model, shared with the other benchmarks
 
 namespace {

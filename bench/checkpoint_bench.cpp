@@ -19,6 +19,7 @@
 // parameter's gradient equals the unchecked run's bit for bit. CPU runs are short: read ratios.
 // --json writes one row per model, strategy and budget: {model, strategy, budget, peak_fraction,
 // recompute_flop_fraction, gradients_identical}.
+#include <fathom/checkpoint_planner.h>
 #include <fathom/fathom.h>
 #include <torch/torch.h>
 

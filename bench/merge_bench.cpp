@@ -2,8 +2,10 @@
 // merged, searched for cross-rank findings and written as JSON and terminal text. Prints each
 // part's time; the budget is one second for the whole (issue 8), so the ratio to it is printed too.
 // Usage: merge_bench [ranks=1000] [repeats=20]
+#include <fathom/job_merge.h>
 #include <fathom/job_report.h>
 #include <fathom/rank_summary.h>
+#include <fathom/report_writers.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +13,8 @@
 #include <cstdlib>
 #include <random>
 #include <vector>
+
+#include "formats/rank_summary_bytes.h"
 
 namespace {
 

@@ -34,16 +34,16 @@
 #include <string>
 #include <vector>
 
+#include "base/file_system.h"
 #include "callgrind_sections.h"
 #include "collect/clock.h"
 #include "collect/host_info.h"
 #include "collect/nvtx.h"
 #include "collect/process_memory.h"
 #include "example_args.h"
+#include "framework/session_access.h"
 #include "measure/flop_counter_extension.h"
-#include "records/file_system.h"
 #include "resnet.h"
-#include "session/session_access.h"
 
 namespace {
 

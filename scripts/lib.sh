@@ -73,7 +73,7 @@ configure_and_build() {
 ensure_python_package() {
   local stamp="$BUILD/python/.installed"
   if [[ -f "$stamp" ]] && "$VENV/bin/python" -c 'import fathom' 2>/dev/null &&
-     [[ -z "$(find "$ROOT/python" "$ROOT/core" "$ROOT/libtorch" "$ROOT/cmake" "$ROOT/CMakeLists.txt" \
+     [[ -z "$(find "$ROOT/python" "$ROOT/plugin" "$ROOT/hooks" "$ROOT/cmake" "$ROOT/CMakeLists.txt" \
               "$VENV"/lib/python3*/site-packages/torch/version.py -newer "$stamp" \
               -not -path "$ROOT/python/tests/*" -not -name '*.pyc' -print -quit 2>/dev/null)" ]]; then
     return

@@ -17,9 +17,9 @@
 #include "advise/export_analysis.h"
 #include "analyze/gpu_pipeline.h"
 #include "analyze/transfer_analysis.h"
+#include "base/command_output.h"
+#include "base/terminal_text.h"
 #include "commands.h"
-#include "records/command_output.h"
-#include "records/terminal_text.h"
 #include "report/analysis_json.h"
 #include "report/chrome_trace.h"
 

@@ -10,8 +10,8 @@
 #include <iostream>
 #include <memory>
 
+#include "base/file_system.h"
 #include "commands.h"
-#include "records/file_system.h"
 #include "report/analysis_json.h"
 
 namespace fathom::cli {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "records/gz_file.h"
+#include "formats/gz_file.h"
 
 namespace fathom::cli {
 

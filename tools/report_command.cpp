@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/command_output.h"
 #include "commands.h"
-#include "records/command_output.h"
 
 namespace fathom::cli {
 namespace {

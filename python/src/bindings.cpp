@@ -7,6 +7,7 @@
 #include <fathom/amp.h>
 #include <fathom/error.h>
 #include <fathom/options.h>
+#include <fathom/report.h>
 #include <fathom/report_writers.h>
 #include <fathom/session.h>
 #include <fathom/version.h>

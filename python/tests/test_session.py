@@ -202,7 +202,7 @@ def test_scopes_used_out_of_place_raise_with_the_fix(report_dir):
 
 
 def test_a_phase_inside_another_raises_with_the_fix(report_dir):
-    # C++ warns for the same mistake (tests/libtorch/session_models_test.cpp): one phase's time
+    # C++ warns for the same mistake (tests/hooks/session/session_models_test.cpp): one phase's time
     # would be counted in both.
     session = fathom.Session(report_dir=report_dir, print_report=False)
     with session.epoch() as e:

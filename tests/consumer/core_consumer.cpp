@@ -1,6 +1,7 @@
 // A tool author's program against fathom's torch-free core alone: replays GPU records through the
 // analyses and prints what they found. Built with no LibTorch anywhere on the machine's paths.
 #include <fathom/fathom_core.h>
+#include <fathom/replay.h>
 
 #include <iostream>
 

@@ -24,12 +24,13 @@ if(NOT MODE STREQUAL "subdirectory")
 endif()
 
 if(MODE STREQUAL "package")
-  # Installed headers are the public folders' headers and nothing else: an internal header
-  # (one beside its .cpp under core/src or libtorch/src) must never be installed.
+  # Installed headers are the public folders' headers (each listed in plugin/ and hooks/
+  # CMakeLists.txt) and nothing else: an internal header (one beside its .cpp under plugin/src or
+  # hooks/src) must never be installed.
   file(GLOB installed RELATIVE ${WORK_DIR}/prefix/include/fathom ${WORK_DIR}/prefix/include/fathom/*)
-  file(GLOB public RELATIVE ${FATHOM_SOURCE_DIR} ${FATHOM_SOURCE_DIR}/core/include/fathom/*.h
-                                                 ${FATHOM_SOURCE_DIR}/libtorch/include/fathom/*.h)
-  file(GLOB_RECURSE internal ${FATHOM_SOURCE_DIR}/core/src/*.h ${FATHOM_SOURCE_DIR}/libtorch/src/*.h)
+  file(GLOB public RELATIVE ${FATHOM_SOURCE_DIR} ${FATHOM_SOURCE_DIR}/plugin/include/fathom/*.h
+                                                 ${FATHOM_SOURCE_DIR}/hooks/include/fathom/*.h)
+  file(GLOB_RECURSE internal ${FATHOM_SOURCE_DIR}/plugin/src/*.h ${FATHOM_SOURCE_DIR}/hooks/src/*.h)
   set(public_names version.h)
   foreach(p IN LISTS public)
     get_filename_component(n ${p} NAME)

@@ -16,7 +16,7 @@ namespace fathom::testing {
 constexpr std::int64_t global_pid(std::int64_t pid) { return pid << 24; }
 constexpr std::int64_t global_tid(std::int64_t pid, std::int64_t tid) { return (pid << 24) | tid; }
 
-// fathom's NVTX categories (records/nvtx_vocabulary.h).
+// fathom's NVTX categories (base/nvtx_vocabulary.h).
 enum class FathomCategory : int { Epoch = 1, Step = 2, Phase = 3, Module = 4, Op = 5 };
 
 class NsightExportBuilder {

@@ -1,0 +1,23 @@
+#pragma once
+// Everything a LibTorch training loop needs from fathom.
+#include <fathom/activation_planner.h>
+#include <fathom/amp.h>
+#include <fathom/amp_policy.h>
+#include <fathom/autocast.h>
+#include <fathom/block.h>
+#include <fathom/checkpoint.h>
+#include <fathom/checkpoint_planner.h>
+#include <fathom/device_telemetry.h>
+#include <fathom/distributed.h>
+#include <fathom/fathom_core.h>
+#include <fathom/grad_scaler.h>
+#include <fathom/guarded_step.h>
+#include <fathom/job_merge.h>
+#include <fathom/loss_trend.h>
+#include <fathom/module_forms.h>
+#include <fathom/module_forward.h>
+#include <fathom/offload.h>
+#include <fathom/replay.h>
+#include <fathom/report_diff.h>
+#include <fathom/sequential.h>
+#include <fathom/session.h>
