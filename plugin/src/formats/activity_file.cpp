@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/annotation_roles.h"
+#include "base/json_fields.h"
 #include "base/json_number.h"
 #include "base/warning_sink.h"
 #include "formats/activity_batches.h"
@@ -19,10 +20,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFormat = "fathom.gpu_activity";
-
-json phase_json(const std::optional<Phase>& p) {
-  return p ? json(std::string(phase_name(*p))) : json(nullptr);
-}
 
 std::string_view sync_kind_name(SyncKind k) {
   switch (k) {
@@ -42,29 +39,133 @@ std::string_view sync_kind_name(SyncKind k) {
   return "unknown";
 }
 
-template <typename Kind, std::size_t N, typename NameOf>
-Kind kind_from(const json& j, const std::array<Kind, N>& kinds, NameOf name_of, const char* what) {
-  const auto s = j.get<std::string>();
-  for (Kind k : kinds)
-    if (name_of(k) == s) return k;
-  throw Error(fmt::format("unknown {} '{}'", what, s));
+}  // namespace
+}  // namespace fathom
+
+namespace fathom::detail {
+
+template <>
+struct JsonCodec<SyncKind> {
+  static nlohmann::json write(SyncKind k) { return std::string(sync_kind_name(k)); }
+  static void read(const nlohmann::json& j, SyncKind& k) {
+    const auto s = j.get<std::string>();
+    for (SyncKind c : {SyncKind::Unknown, SyncKind::Event, SyncKind::Stream,
+                       SyncKind::StreamWaitEvent, SyncKind::Context, SyncKind::Device})
+      if (sync_kind_name(c) == s) return void(k = c);
+    throw Error(fmt::format("unknown synchronization kind '{}'", s));
+  }
+};
+
+// A kernel's grid or block, [x, y, z].
+template <>
+struct JsonCodec<std::array<std::int32_t, 3>> {
+  static nlohmann::json write(const std::array<std::int32_t, 3>& d) {
+    return nlohmann::json::array({d[0], d[1], d[2]});
+  }
+  static void read(const nlohmann::json& j, std::array<std::int32_t, 3>& d) {
+    for (std::size_t i = 0; i < 3; ++i) d[i] = json_integer<std::int32_t>(j.at(i));
+  }
+};
+
+// start_ns and end_ns, each read inside the range the analyses' arithmetic holds.
+template <typename V, typename R>
+static void times(V& v, R& r) {
+  v("start_ns", r.start_ns);
+  v("end_ns", r.end_ns);
+  if constexpr (!V::writing) {
+    checked_time_ns(r.start_ns, "start_ns");
+    checked_time_ns(r.end_ns, "end_ns");
+  }
 }
 
-constexpr std::array kMemcpyKinds{MemcpyKind::Unknown,      MemcpyKind::HostToDevice,
-                                  MemcpyKind::DeviceToHost, MemcpyKind::DeviceToDevice,
-                                  MemcpyKind::HostToHost,   MemcpyKind::PeerToPeer};
-constexpr std::array kMemoryKinds{MemoryKind::Unknown, MemoryKind::Pageable, MemoryKind::Pinned,
-                                  MemoryKind::Device, MemoryKind::Managed};
-constexpr std::array kSyncKinds{SyncKind::Unknown,         SyncKind::Event,   SyncKind::Stream,
-                                SyncKind::StreamWaitEvent, SyncKind::Context, SyncKind::Device};
-
-std::optional<Phase> phase_from(const json& j) {
-  const json& p = j.at("phase");
-  if (p.is_null()) return std::nullopt;
-  const auto s = p.get<std::string>();
-  if (auto phase = phase_from_name(s)) return phase;
-  throw Error(fmt::format("unknown phase '{}'", s));
+// The span a kernel, a copy and a memset share (gpu_records.h), described the one way for all.
+template <typename V>
+static void fields(V& v, GpuSpan& s) {
+  v("device", s.device);
+  v("stream", s.stream);
+  times(v, s);
+  v("correlation_id", s.correlation_id);
+  v("external_id", s.external_id);
+  v("phase", s.phase);
 }
+
+template <typename V>
+static void fields(V& v, KernelRecord& k) {
+  v("name", k.name);
+  fields(v, static_cast<GpuSpan&>(k));
+  std::array<std::int32_t, 3> grid{k.grid_x, k.grid_y, k.grid_z};
+  std::array<std::int32_t, 3> block{k.block_x, k.block_y, k.block_z};
+  v("grid", grid);
+  v("block", block);
+  if constexpr (!V::writing) {
+    k.grid_x = grid[0], k.grid_y = grid[1], k.grid_z = grid[2];
+    k.block_x = block[0], k.block_y = block[1], k.block_z = block[2];
+  }
+}
+
+template <typename V>
+static void fields(V& v, MemcpyRecord& m) {
+  v("kind", m.kind);
+  v("src", m.src);
+  v("dst", m.dst);
+  v("bytes", m.bytes);
+  fields(v, static_cast<GpuSpan&>(m));
+  v("async", m.async);
+  v.since("async_known", m.async_known);
+}
+
+template <typename V>
+static void fields(V& v, MemsetRecord& m) {
+  v("bytes", m.bytes);
+  fields(v, static_cast<GpuSpan&>(m));
+}
+
+template <typename V>
+static void fields(V& v, SyncRecord& s) {
+  v("kind", s.kind);
+  v("stream", s.stream);
+  times(v, s);
+  v("correlation_id", s.correlation_id);
+  v("external_id", s.external_id);
+  v("phase", s.phase);
+}
+
+template <typename V>
+static void fields(V& v, RuntimeCallRecord& r) {
+  v("name", r.name);
+  v("thread", r.thread);
+  times(v, r);
+  v("correlation_id", r.correlation_id);
+  v("external_id", r.external_id);
+  v("phase", r.phase);
+}
+
+template <typename V>
+static void fields(V& v, OpRecord& o) {
+  v("name", o.name);
+  v("sequence_nr", o.sequence_nr);
+  v("thread", o.thread);
+  times(v, o);
+  v("external_id", o.external_id);
+  v("input_shapes", o.input_shapes);
+  v("input_dtypes", o.input_dtypes);
+}
+
+// The file keeps an annotation's name only (format version 1): its role is the name's, as for a
+// trace, and the reader classifies it again.
+template <typename V>
+static void fields(V& v, AnnotationRecord& a) {
+  v("name", a.name);
+  v("thread", a.thread);
+  times(v, a);
+}
+
+}  // namespace fathom::detail
+
+namespace fathom {
+namespace {
+
+using nlohmann::json;
 
 // --- writing ---
 
@@ -74,91 +175,22 @@ void write_line(detail::OutputFile& out, const json& j) {
   out.write(line);
 }
 
-json record_json(const DeviceProperties& d) {
-  return {{"type", "device"},
-          {"id", d.id},
-          {"name", d.name},
-          {"compute_major", d.compute_major},
-          {"compute_minor", d.compute_minor},
-          {"total_memory_bytes", d.total_memory_bytes}};
-}
-
-// The span a kernel, a copy and a memset share (gpu_records.h), written the one way for all.
-json with_span(json j, const GpuSpan& s) {
-  j["device"] = s.device;
-  j["stream"] = s.stream;
-  j["start_ns"] = s.start_ns;
-  j["end_ns"] = s.end_ns;
-  j["correlation_id"] = s.correlation_id;
-  j["external_id"] = s.external_id;
-  j["phase"] = phase_json(s.phase);
+// One line: the record's fields and its "type".
+template <typename R>
+json record_json(const R& r, const char* type) {
+  json j = detail::write_json(r);
+  j["type"] = type;
   return j;
 }
 
-json record_json(const KernelRecord& k) {
-  return with_span({{"type", "kernel"},
-                    {"name", k.name},
-                    {"grid", {k.grid_x, k.grid_y, k.grid_z}},
-                    {"block", {k.block_x, k.block_y, k.block_z}}},
-                   k);
-}
-
-json record_json(const MemcpyRecord& m) {
-  return with_span({{"type", "memcpy"},
-                    {"kind", std::string(memcpy_kind_name(m.kind))},
-                    {"src", std::string(memory_kind_name(m.src))},
-                    {"dst", std::string(memory_kind_name(m.dst))},
-                    {"bytes", m.bytes},
-                    {"async", m.async},
-                    {"async_known", m.async_known}},
-                   m);
-}
-
-json record_json(const MemsetRecord& m) {
-  return with_span({{"type", "memset"}, {"bytes", m.bytes}}, m);
-}
-
-json record_json(const SyncRecord& s) {
-  return {{"type", "sync"},
-          {"kind", std::string(sync_kind_name(s.kind))},
-          {"stream", s.stream},
-          {"start_ns", s.start_ns},
-          {"end_ns", s.end_ns},
-          {"correlation_id", s.correlation_id},
-          {"external_id", s.external_id},
-          {"phase", phase_json(s.phase)}};
-}
-
-json record_json(const RuntimeCallRecord& r) {
-  return {{"type", "runtime"},
-          {"name", r.name},
-          {"thread", r.thread},
-          {"start_ns", r.start_ns},
-          {"end_ns", r.end_ns},
-          {"correlation_id", r.correlation_id},
-          {"external_id", r.external_id},
-          {"phase", phase_json(r.phase)}};
-}
-
-json record_json(const OpRecord& o) {
-  return {{"type", "op"},
-          {"name", o.name},
-          {"sequence_nr", o.sequence_nr},
-          {"thread", o.thread},
-          {"start_ns", o.start_ns},
-          {"end_ns", o.end_ns},
-          {"external_id", o.external_id},
-          {"input_shapes", o.input_shapes},
-          {"input_dtypes", o.input_dtypes}};
-}
-
-json record_json(const AnnotationRecord& a) {
-  return {{"type", "annotation"},
-          {"name", a.name},
-          {"thread", a.thread},
-          {"start_ns", a.start_ns},
-          {"end_ns", a.end_ns}};
-}
+json record_json(const DeviceProperties& d) { return record_json(d, "device"); }
+json record_json(const KernelRecord& k) { return record_json(k, "kernel"); }
+json record_json(const MemcpyRecord& m) { return record_json(m, "memcpy"); }
+json record_json(const MemsetRecord& m) { return record_json(m, "memset"); }
+json record_json(const SyncRecord& s) { return record_json(s, "sync"); }
+json record_json(const RuntimeCallRecord& r) { return record_json(r, "runtime"); }
+json record_json(const OpRecord& o) { return record_json(o, "op"); }
+json record_json(const AnnotationRecord& a) { return record_json(a, "annotation"); }
 
 // --- reading ---
 
@@ -170,107 +202,29 @@ void get(const json& j, const char* key, T& v) {
     j.at(key).get_to(v);
 }
 
-// start_ns and end_ns, each inside the range the analyses' arithmetic holds.
-template <typename R>
-void get_times(const json& j, R& r) {
-  get(j, "start_ns", r.start_ns);
-  get(j, "end_ns", r.end_ns);
-  detail::checked_time_ns(r.start_ns, "start_ns");
-  detail::checked_time_ns(r.end_ns, "end_ns");
-}
-
-std::vector<std::vector<std::int64_t>> shapes_from(const json& j) {
-  std::vector<std::vector<std::int64_t>> shapes;
-  for (const json& s : j) {
-    std::vector<std::int64_t>& shape = shapes.emplace_back();
-    for (const json& d : s) shape.push_back(detail::json_integer<std::int64_t>(d));
-  }
-  return shapes;
-}
-
-// The span a kernel, a copy and a memset share, read the one way for all.
-void get_span(const json& j, GpuSpan& s) {
-  get(j, "device", s.device);
-  get(j, "stream", s.stream);
-  get_times(j, s);
-  get(j, "correlation_id", s.correlation_id);
-  get(j, "external_id", s.external_id);
-  s.phase = phase_from(j);
-}
-
 // Adds the record on one line to batch; returns false for the end line.
 bool read_record(const json& j, GpuActivity& batch, std::int64_t& dropped_lines,
                  std::int64_t& end_count) {
+  using detail::read_json;
   const std::string type = j.at("type").get<std::string>();
   if (type == "kernel") {
-    KernelRecord k;
-    get(j, "name", k.name);
-    get_span(j, k);
-    const json& g = j.at("grid");
-    const json& b = j.at("block");
-    auto dim = [](const json& d, std::size_t i) { return detail::json_integer<int>(d.at(i)); };
-    k.grid_x = dim(g, 0), k.grid_y = dim(g, 1), k.grid_z = dim(g, 2);
-    k.block_x = dim(b, 0), k.block_y = dim(b, 1), k.block_z = dim(b, 2);
-    batch.kernels.push_back(std::move(k));
+    batch.kernels.push_back(read_json<KernelRecord>(j));
   } else if (type == "memcpy") {
-    MemcpyRecord m;
-    m.kind = kind_from(j.at("kind"), kMemcpyKinds, memcpy_kind_name, "copy kind");
-    m.src = kind_from(j.at("src"), kMemoryKinds, memory_kind_name, "memory kind");
-    m.dst = kind_from(j.at("dst"), kMemoryKinds, memory_kind_name, "memory kind");
-    get(j, "bytes", m.bytes);
-    get_span(j, m);
-    get(j, "async", m.async);
-    if (j.contains("async_known")) get(j, "async_known", m.async_known);
-    batch.memcpys.push_back(m);
+    batch.memcpys.push_back(read_json<MemcpyRecord>(j));
   } else if (type == "memset") {
-    MemsetRecord m;
-    get(j, "bytes", m.bytes);
-    get_span(j, m);
-    batch.memsets.push_back(m);
+    batch.memsets.push_back(read_json<MemsetRecord>(j));
   } else if (type == "sync") {
-    SyncRecord s;
-    s.kind = kind_from(j.at("kind"), kSyncKinds, sync_kind_name, "synchronization kind");
-    get(j, "stream", s.stream);
-    get_times(j, s);
-    get(j, "correlation_id", s.correlation_id);
-    get(j, "external_id", s.external_id);
-    s.phase = phase_from(j);
-    batch.syncs.push_back(s);
+    batch.syncs.push_back(read_json<SyncRecord>(j));
   } else if (type == "runtime") {
-    RuntimeCallRecord r;
-    get(j, "name", r.name);
-    get(j, "thread", r.thread);
-    get_times(j, r);
-    get(j, "correlation_id", r.correlation_id);
-    get(j, "external_id", r.external_id);
-    r.phase = phase_from(j);
-    batch.runtime_calls.push_back(std::move(r));
+    batch.runtime_calls.push_back(read_json<RuntimeCallRecord>(j));
   } else if (type == "op") {
-    OpRecord o;
-    get(j, "name", o.name);
-    get(j, "sequence_nr", o.sequence_nr);
-    get(j, "thread", o.thread);
-    get_times(j, o);
-    get(j, "external_id", o.external_id);
-    o.input_shapes = shapes_from(j.at("input_shapes"));
-    get(j, "input_dtypes", o.input_dtypes);
-    batch.ops.push_back(std::move(o));
+    batch.ops.push_back(read_json<OpRecord>(j));
   } else if (type == "annotation") {
-    AnnotationRecord a;
-    get(j, "name", a.name);
-    get(j, "thread", a.thread);
-    get_times(j, a);
-    // The file keeps the name only (format version 1); its role is the name's, as for a trace.
+    AnnotationRecord a = read_json<AnnotationRecord>(j);
     batch.annotations.push_back(
         classified_annotation(std::move(a.name), a.thread, a.start_ns, a.end_ns));
   } else if (type == "device") {
-    DeviceProperties d;
-    get(j, "id", d.id);
-    get(j, "name", d.name);
-    get(j, "compute_major", d.compute_major);
-    get(j, "compute_minor", d.compute_minor);
-    get(j, "total_memory_bytes", d.total_memory_bytes);
-    batch.devices.push_back(std::move(d));
+    batch.devices.push_back(read_json<DeviceProperties>(j));
   } else if (type == "dropped") {
     std::int64_t n = 0;
     get(j, "count", n);

@@ -3,14 +3,13 @@
 // null in a report: not counted.
 #include <fathom/achievement.h>
 
-#include <nlohmann/json.hpp>
-#include <optional>
+#include "base/json_fields.h"
 
 namespace fathom::detail {
 
-nlohmann::json flops_json(const std::optional<FlopsSummary>& f);
-std::optional<FlopsSummary> flops_from(const nlohmann::json& epoch);
-nlohmann::json energy_json(const std::optional<EnergySummary>& e);
-std::optional<EnergySummary> energy_from(const nlohmann::json& epoch);
+void fields(JsonWriter& v, FlopsSummary& f);
+void fields(JsonReader& v, FlopsSummary& f);
+void fields(JsonWriter& v, EnergySummary& e);
+void fields(JsonReader& v, EnergySummary& e);
 
 }  // namespace fathom::detail

@@ -4,12 +4,13 @@
 #include <fathom/gpu_summary.h>
 #include <fathom/report_writers.h>
 
-#include <nlohmann/json.hpp>
+#include "base/json_fields.h"
 
 namespace fathom::detail {
 
-nlohmann::json gpu_summary_to_json(const GpuSummary& s);
-// Throws nlohmann::json::exception or fathom::Error when a field is missing or wrong.
-GpuSummary gpu_summary_from_json(const nlohmann::json& j);
+// The GPU section, both directions (json_fields.h). Reading throws nlohmann::json::exception or
+// fathom::Error when a field is missing or wrong.
+void fields(JsonWriter& v, GpuSummary& s);
+void fields(JsonReader& v, GpuSummary& s);
 
 }  // namespace fathom::detail

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_fields.h"
 #include "report/json_helpers.h"
 
 namespace fathom {
@@ -15,7 +16,7 @@ template <typename T>
 json optional_json(const std::optional<T>& v) {
   return detail::optional_json<json>(v);
 }
-json finding_json(const Finding& f) { return detail::finding_json<json>(f); }
+json finding_json(const Finding& f) { return detail::write_json<Finding, json>(f); }
 
 json rank_json(const RankSummary& s) {
   json phases = json::object();

@@ -5,90 +5,71 @@
 
 #include <iterator>
 
-#include "base/json_number.h"
-#include "report/json_helpers.h"
+#include "base/json_fields.h"
 
 namespace fathom::detail {
-namespace {
 
-using nlohmann::json;
+template <>
+struct JsonCodec<AmpEventKind> {
+  static nlohmann::json write(AmpEventKind k) { return std::string(amp_event_kind_name(k)); }
+  static void read(const nlohmann::json& j, AmpEventKind& k) {
+    const auto name = j.get<std::string>();
+    const auto kind = amp_event_kind_from_name(name);
+    if (!kind) throw Error(fmt::format("unknown kind '{}' in mixed_precision.events", name));
+    k = *kind;
+  }
+};
+
+template <typename V>
+static void fields(V& v, PhasePrecision& p) {
+  v("phase", p.phase);
+  v("low_precision", p.low_precision);
+  v("fp32", p.fp32);
+}
+
+template <typename V>
+static void fields(V& v, ScalePoint& s) {
+  v("step", s.step);
+  v("scale", s.scale);
+}
+
+template <typename V>
+static void fields(V& v, AmpEvent& e) {
+  v("step", e.step);
+  v("kind", e.kind);
+  v("detail", e.detail);
+}
+
+// first_step and device are the session's working state, not the report's.
+template <typename V>
+static void describe(V& v, MixedPrecisionSummary& m) {
+  v("policy", m.policy);
+  v("state", m.state);
+  v("dtype", m.dtype);
+  v("device_type", m.device_type);
+  v("grad_scaling", m.grad_scaling);
+  v("steps_low_precision", m.steps_low_precision);
+  v("steps_fp32", m.steps_fp32);
+  v("phases", m.phases);
+  v("skipped_steps", m.skipped_steps);
+  v.since("scale", m.scale);
+  v("scale_changes", m.scale_changes);
+  v("scale_history", m.scale_history);
+  v.since("fp32_step_ms", m.fp32_step_ms);
+  v.since("amp_step_ms", m.amp_step_ms);
+  v.since("fp32_loss_reference", m.fp32_loss_reference);
+  v.since("amp_loss", m.amp_loss);
+  v("events", m.events);
+}
+
+namespace {
 
 std::string scale_text(double s) { return fmt::format("{:g}", s); }
 
 }  // namespace
 
-json mixed_precision_json(const std::optional<MixedPrecisionSummary>& m) {
-  if (!m) return nullptr;
-  json phases = json::array();
-  for (const PhasePrecision& p : m->phases)
-    phases.push_back({{"phase", std::string(phase_name(p.phase))},
-                      {"low_precision", p.low_precision},
-                      {"fp32", p.fp32}});
-  json history = json::array();
-  for (const ScalePoint& s : m->scale_history)
-    history.push_back({{"step", s.step}, {"scale", s.scale}});
-  json events = json::array();
-  for (const AmpEvent& e : m->events)
-    events.push_back({{"step", e.step},
-                      {"kind", std::string(amp_event_kind_name(e.kind))},
-                      {"detail", e.detail}});
-  return {{"policy", m->policy},
-          {"state", m->state},
-          {"dtype", m->dtype},
-          {"device_type", m->device_type},
-          {"grad_scaling", m->grad_scaling},
-          {"steps_low_precision", m->steps_low_precision},
-          {"steps_fp32", m->steps_fp32},
-          {"phases", phases},
-          {"skipped_steps", m->skipped_steps},
-          {"scale", optional_json(m->scale)},
-          {"scale_changes", m->scale_changes},
-          {"scale_history", history},
-          {"fp32_step_ms", optional_json(m->fp32_step_ms)},
-          {"amp_step_ms", optional_json(m->amp_step_ms)},
-          {"fp32_loss_reference", optional_json(m->fp32_loss_reference)},
-          {"amp_loss", optional_json(m->amp_loss)},
-          {"events", events}};
-}
-
-std::optional<MixedPrecisionSummary> mixed_precision_from(const json& epoch) {
-  auto it = epoch.find("mixed_precision");
-  if (it == epoch.end() || it->is_null()) return std::nullopt;
-  const json& j = *it;
-  MixedPrecisionSummary m;
-  m.policy = j.at("policy").get<std::string>();
-  m.state = j.at("state").get<std::string>();
-  m.dtype = j.at("dtype").get<std::string>();
-  m.device_type = j.at("device_type").get<std::string>();
-  m.grad_scaling = j.at("grad_scaling").get<bool>();
-  m.steps_low_precision = detail::json_integer<std::int64_t>(j.at("steps_low_precision"));
-  m.steps_fp32 = detail::json_integer<std::int64_t>(j.at("steps_fp32"));
-  for (const json& p : j.at("phases")) {
-    const std::string name = p.at("phase").get<std::string>();
-    const auto phase = phase_from_name(name);
-    if (!phase) throw Error(fmt::format("unknown phase '{}' in mixed_precision.phases", name));
-    m.phases.push_back({*phase, detail::json_integer<std::int64_t>(p.at("low_precision")),
-                        detail::json_integer<std::int64_t>(p.at("fp32"))});
-  }
-  m.skipped_steps = detail::json_integer<std::int64_t>(j.at("skipped_steps"));
-  m.scale = optional_from<double>(j, "scale");
-  m.scale_changes = detail::json_integer<std::int64_t>(j.at("scale_changes"));
-  for (const json& s : j.at("scale_history"))
-    m.scale_history.push_back(
-        {detail::json_integer<std::int64_t>(s.at("step")), s.at("scale").get<double>()});
-  m.fp32_step_ms = optional_from<double>(j, "fp32_step_ms");
-  m.amp_step_ms = optional_from<double>(j, "amp_step_ms");
-  m.fp32_loss_reference = optional_from<double>(j, "fp32_loss_reference");
-  m.amp_loss = optional_from<double>(j, "amp_loss");
-  for (const json& e : j.at("events")) {
-    const std::string name = e.at("kind").get<std::string>();
-    const std::optional<AmpEventKind> kind = amp_event_kind_from_name(name);
-    if (!kind) throw Error(fmt::format("unknown kind '{}' in mixed_precision.events", name));
-    m.events.push_back({detail::json_integer<std::int64_t>(e.at("step")), *kind,
-                        e.at("detail").get<std::string>()});
-  }
-  return m;
-}
+void fields(JsonWriter& v, MixedPrecisionSummary& m) { describe(v, m); }
+void fields(JsonReader& v, MixedPrecisionSummary& m) { describe(v, m); }
 
 void mixed_precision_section(std::string& out, const EpochSummary& e) {
   if (!e.mixed_precision) return;

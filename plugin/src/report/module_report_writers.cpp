@@ -1,6 +1,6 @@
 #include "report/module_report_writers.h"
 
-#include <fathom/checkpoint_planner.h>
+#include <fathom/checkpoint_plan.h>
 #include <fathom/error.h>
 #include <fmt/format.h>
 
@@ -8,32 +8,122 @@
 #include <iterator>
 
 #include "base/bytes_text.h"
-#include "base/json_number.h"
+#include "base/json_fields.h"
 #include "report/activation_plan_writers.h"
-#include "report/json_helpers.h"
 
 namespace fathom::detail {
+
+// A segment as [begin, end).
+template <>
+struct JsonCodec<CheckpointSegment> {
+  static nlohmann::json write(const CheckpointSegment& s) {
+    return nlohmann::json::array({s.begin, s.end});
+  }
+  static void read(const nlohmann::json& j, CheckpointSegment& s) {
+    s.begin = json_integer<int>(j.at(0));
+    s.end = json_integer<int>(j.at(1));
+  }
+};
+
+template <typename V>
+static void fields(V& v, ModuleMeasurement& x) {
+  v("chain", x.chain);
+  v("name", x.name);
+  v("calls", x.calls);
+  v("saved_bytes", x.saved_bytes);
+  v("own_bytes", x.own_bytes);
+  v("input_saved_bytes", x.input_saved_bytes);
+  v("output_saved_bytes", x.output_saved_bytes);
+  v("input_bytes", x.input_bytes);
+  v("output_bytes", x.output_bytes);
+  v("aliases_input", x.aliases_input);
+  v("forward_ms", x.forward_ms);
+  v.since("forward_device_ms", x.forward_device_ms);
+  v("checkpointed", x.checkpointed);
+}
+
+template <typename V>
+static void fields(V& v, CheckpointPlanReport& p) {
+  v("chain", p.chain);
+  v("budget", p.budget);
+  v("budget_bytes", p.budget_bytes);
+  v("unconstrained_peak_bytes", p.unconstrained_peak_bytes);
+  v("predicted_peak_bytes", p.predicted_peak_bytes);
+  v("min_feasible_budget_bytes", p.min_feasible_budget_bytes);
+  v("forward_ms", p.forward_ms);
+  v("recompute_ms", p.recompute_ms);
+  v.since("step_overhead", p.step_overhead);
+  v("predicted_stored_bytes", p.predicted_stored_bytes);
+  v.since("measured_stored_bytes", p.measured_stored_bytes);
+  v("feasible", p.feasible);
+  v("applied", p.applied);
+  v("segments", p.segments);
+  v("message", p.message);
+  v("code", p.code);
+}
+
+template <typename V>
+static void fields(V& v, ActivationModuleRow& m) {
+  v("name", m.name);
+  v("kept_bytes", m.kept_bytes);
+  v("recomputed_bytes", m.recomputed_bytes);
+  v("offloaded_bytes", m.offloaded_bytes);
+  v("recomputed", m.recomputed);
+  v("offloaded", m.offloaded);
+  v("predicted_peak_bytes", m.predicted_peak_bytes);
+  v.since("measured_peak_bytes", m.measured_peak_bytes);
+  v("predicted_extra_ms", m.predicted_extra_ms);
+  v.since("measured_extra_ms", m.measured_extra_ms);
+}
+
+template <typename V>
+static void fields(V& v, ActivationPlanReport& p) {
+  v("chain", p.chain);
+  v("budget", p.budget);
+  v("budget_bytes", p.budget_bytes);
+  v("unconstrained_peak_bytes", p.unconstrained_peak_bytes);
+  v("min_feasible_budget_bytes", p.min_feasible_budget_bytes);
+  v("predicted_peak_bytes", p.predicted_peak_bytes);
+  v.since("measured_peak_bytes", p.measured_peak_bytes);
+  v("predicted_stored_bytes", p.predicted_stored_bytes);
+  v("forward_ms", p.forward_ms);
+  v("predicted_recompute_ms", p.predicted_recompute_ms);
+  v("predicted_transfer_ms", p.predicted_transfer_ms);
+  v.since("measured_extra_ms", p.measured_extra_ms);
+  v.since("recompute_flop_fraction", p.recompute_flop_fraction);
+  v("link_bytes_per_second", p.link_bytes_per_second);
+  v("feasible", p.feasible);
+  v("exact", p.exact);
+  v("applied", p.applied);
+  v("modules", p.modules);
+  v("message", p.message);
+  v("code", p.code);
+}
+
+template <typename V>
+static void fields(V& v, OutOfMemoryEvent& o) {
+  v("step", o.step);
+  v("phase", o.phase);
+  v("module", o.module);
+  v.since("peak_allocated_bytes", o.peak_allocated_bytes);
+  v.since("device_memory_bytes", o.device_memory_bytes);
+  v("error", o.error);
+  v("retried", o.retried);
+  v("recovered", o.recovered);
+  v("action", o.action);
+}
+
+template <typename V>
+static void describe(V& v, ModuleReport& m) {
+  v("source", m.source);
+  v("profiled_steps", m.profiled_steps);
+  v("modules", m.modules);
+  v("checkpoint_plans", m.plans);
+  v.since("activation_plans", m.activation_plans);  // absent in reports written before them
+  v("out_of_memory", m.out_of_memory);
+}
+
 namespace {
-
-using nlohmann::json;
-
-json segments_json(const std::vector<CheckpointSegment>& segments) {
-  json out = json::array();
-  for (const CheckpointSegment& s : segments) out.push_back(json::array({s.begin, s.end}));
-  return out;
-}
-
-std::vector<CheckpointSegment> segments_from(const json& j) {
-  std::vector<CheckpointSegment> out;
-  for (const json& s : j)
-    out.push_back({detail::json_integer<int>(s.at(0)), detail::json_integer<int>(s.at(1))});
-  return out;
-}
-
-Phase phase_from(const std::string& name) {
-  if (auto p = phase_from_name(name)) return *p;
-  throw Error(fmt::format("unknown phase '{}'", name));
-}
 
 void print_indented(std::string& out, const std::string& text, std::string_view indent) {
   std::size_t start = 0;
@@ -47,125 +137,8 @@ void print_indented(std::string& out, const std::string& text, std::string_view 
 
 }  // namespace
 
-json module_report_json(const std::optional<ModuleReport>& m) {
-  if (!m) return nullptr;
-  json modules = json::array();
-  for (const ModuleMeasurement& x : m->modules) {
-    modules.push_back({{"chain", x.chain},
-                       {"name", x.name},
-                       {"calls", x.calls},
-                       {"saved_bytes", x.saved_bytes},
-                       {"own_bytes", x.own_bytes},
-                       {"input_saved_bytes", x.input_saved_bytes},
-                       {"output_saved_bytes", x.output_saved_bytes},
-                       {"input_bytes", x.input_bytes},
-                       {"output_bytes", x.output_bytes},
-                       {"aliases_input", x.aliases_input},
-                       {"forward_ms", x.forward_ms},
-                       {"forward_device_ms", optional_json(x.forward_device_ms)},
-                       {"checkpointed", x.checkpointed}});
-  }
-  json plans = json::array();
-  for (const CheckpointPlanReport& p : m->plans) {
-    plans.push_back({{"chain", p.chain},
-                     {"budget", p.budget},
-                     {"budget_bytes", p.budget_bytes},
-                     {"unconstrained_peak_bytes", p.unconstrained_peak_bytes},
-                     {"predicted_peak_bytes", p.predicted_peak_bytes},
-                     {"min_feasible_budget_bytes", p.min_feasible_budget_bytes},
-                     {"forward_ms", p.forward_ms},
-                     {"recompute_ms", p.recompute_ms},
-                     {"step_overhead", optional_json(p.step_overhead)},
-                     {"predicted_stored_bytes", p.predicted_stored_bytes},
-                     {"measured_stored_bytes", optional_json(p.measured_stored_bytes)},
-                     {"feasible", p.feasible},
-                     {"applied", p.applied},
-                     {"segments", segments_json(p.segments)},
-                     {"message", p.message},
-                     {"code", p.code}});
-  }
-  json ooms = json::array();
-  for (const OutOfMemoryEvent& o : m->out_of_memory) {
-    ooms.push_back({{"step", o.step},
-                    {"phase", std::string(phase_name(o.phase))},
-                    {"module", o.module},
-                    {"peak_allocated_bytes", optional_json(o.peak_allocated_bytes)},
-                    {"device_memory_bytes", optional_json(o.device_memory_bytes)},
-                    {"error", o.error},
-                    {"retried", o.retried},
-                    {"recovered", o.recovered},
-                    {"action", o.action}});
-  }
-  return {{"source", m->source},
-          {"profiled_steps", m->profiled_steps},
-          {"modules", modules},
-          {"checkpoint_plans", plans},
-          {"activation_plans", activation_plans_json(m->activation_plans)},
-          {"out_of_memory", ooms}};
-}
-
-std::optional<ModuleReport> module_report_from(const json& epoch) {
-  auto it = epoch.find("modules");
-  if (it == epoch.end() || it->is_null()) return std::nullopt;
-  const json& j = *it;
-  ModuleReport m;
-  m.source = j.at("source").get<std::string>();
-  m.profiled_steps = detail::json_integer<std::int64_t>(j.at("profiled_steps"));
-  for (const json& x : j.at("modules")) {
-    ModuleMeasurement v;
-    v.chain = x.at("chain").get<std::string>();
-    v.name = x.at("name").get<std::string>();
-    v.calls = detail::json_integer<std::int64_t>(x.at("calls"));
-    v.saved_bytes = detail::json_integer<std::int64_t>(x.at("saved_bytes"));
-    v.own_bytes = detail::json_integer<std::int64_t>(x.at("own_bytes"));
-    v.input_saved_bytes = detail::json_integer<std::int64_t>(x.at("input_saved_bytes"));
-    v.output_saved_bytes = detail::json_integer<std::int64_t>(x.at("output_saved_bytes"));
-    v.input_bytes = detail::json_integer<std::int64_t>(x.at("input_bytes"));
-    v.output_bytes = detail::json_integer<std::int64_t>(x.at("output_bytes"));
-    v.aliases_input = x.at("aliases_input").get<bool>();
-    v.forward_ms = x.at("forward_ms").get<double>();
-    v.forward_device_ms = optional_from<double>(x, "forward_device_ms");
-    v.checkpointed = x.at("checkpointed").get<bool>();
-    m.modules.push_back(std::move(v));
-  }
-  for (const json& x : j.at("checkpoint_plans")) {
-    CheckpointPlanReport p;
-    p.chain = x.at("chain").get<std::string>();
-    p.budget = x.at("budget").get<std::string>();
-    p.budget_bytes = detail::json_integer<std::int64_t>(x.at("budget_bytes"));
-    p.unconstrained_peak_bytes =
-        detail::json_integer<std::int64_t>(x.at("unconstrained_peak_bytes"));
-    p.predicted_peak_bytes = detail::json_integer<std::int64_t>(x.at("predicted_peak_bytes"));
-    p.min_feasible_budget_bytes =
-        detail::json_integer<std::int64_t>(x.at("min_feasible_budget_bytes"));
-    p.forward_ms = x.at("forward_ms").get<double>();
-    p.recompute_ms = x.at("recompute_ms").get<double>();
-    p.step_overhead = optional_from<double>(x, "step_overhead");
-    p.predicted_stored_bytes = detail::json_integer<std::int64_t>(x.at("predicted_stored_bytes"));
-    p.measured_stored_bytes = optional_from<std::int64_t>(x, "measured_stored_bytes");
-    p.feasible = x.at("feasible").get<bool>();
-    p.applied = x.at("applied").get<bool>();
-    p.segments = segments_from(x.at("segments"));
-    p.message = x.at("message").get<std::string>();
-    p.code = x.at("code").get<std::string>();
-    m.plans.push_back(std::move(p));
-  }
-  m.activation_plans = activation_plans_from(j);
-  for (const json& x : j.at("out_of_memory")) {
-    OutOfMemoryEvent o;
-    o.step = detail::json_integer<std::int64_t>(x.at("step"));
-    o.phase = phase_from(x.at("phase").get<std::string>());
-    o.module = x.at("module").get<std::string>();
-    o.peak_allocated_bytes = optional_from<std::int64_t>(x, "peak_allocated_bytes");
-    o.device_memory_bytes = optional_from<std::int64_t>(x, "device_memory_bytes");
-    o.error = x.at("error").get<std::string>();
-    o.retried = x.at("retried").get<bool>();
-    o.recovered = x.at("recovered").get<bool>();
-    o.action = x.at("action").get<std::string>();
-    m.out_of_memory.push_back(std::move(o));
-  }
-  return m;
-}
+void fields(JsonWriter& v, ModuleReport& m) { describe(v, m); }
+void fields(JsonReader& v, ModuleReport& m) { describe(v, m); }
 
 void module_report_section(std::string& out, const EpochSummary& e) {
   if (!e.modules) return;

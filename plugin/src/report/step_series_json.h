@@ -3,12 +3,14 @@
 // (evenly thinned when the epoch kept more), the change point and the memory creep.
 #include <fathom/step_series.h>
 
-#include <nlohmann/json.hpp>
-#include <optional>
+#include "base/json_fields.h"
 
 namespace fathom::detail {
 
-nlohmann::json step_series_json(const std::optional<StepSeries>& s);
-std::optional<StepSeries> step_series_from(const nlohmann::json& epoch);
+void fields(JsonWriter& v, StepSeries& s);
+void fields(JsonReader& v, StepSeries& s);
+// What the report writes of a series: at most thresholds::kStepSeriesReported points, every
+// n-th of those the epoch kept, and the stride that says so.
+StepSeries reported_series(const StepSeries& s);
 
 }  // namespace fathom::detail
