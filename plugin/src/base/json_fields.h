@@ -25,6 +25,7 @@
 #include <fathom/unmeasured.h>
 #include <fmt/format.h>
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -166,7 +167,7 @@ void read_json(const nlohmann::json& j, T& t) {
     j.get_to(t);
   } else if constexpr (IsOptional<T>::value) {
     if (j.is_null()) {
-      t.reset();
+      t = std::nullopt;
     } else {
       typename T::value_type v{};
       read_json(j, v);
@@ -191,6 +192,17 @@ T read_json(const nlohmann::json& j) {
   return t;
 }
 
+// An enum read back from its name: the one of `all` that `name` gives the text, else an error that
+// names `what` and the text.
+template <typename E, typename Name>
+E enum_from_name(const nlohmann::json& j, std::initializer_list<E> all, Name name,
+                 const char* what) {
+  const auto text = j.get<std::string>();
+  for (E e : all)
+    if (name(e) == text) return e;
+  throw Error(fmt::format("unknown {} '{}'", what, text));
+}
+
 // --- the records' enums and devices, which the trace files and the GPU section both write
 // ---------
 
@@ -198,12 +210,10 @@ template <>
 struct JsonCodec<MemcpyKind> {
   static nlohmann::json write(MemcpyKind k) { return std::string(memcpy_kind_name(k)); }
   static void read(const nlohmann::json& j, MemcpyKind& k) {
-    const auto s = j.get<std::string>();
-    for (MemcpyKind c :
-         {MemcpyKind::Unknown, MemcpyKind::HostToDevice, MemcpyKind::DeviceToHost,
-          MemcpyKind::DeviceToDevice, MemcpyKind::HostToHost, MemcpyKind::PeerToPeer})
-      if (memcpy_kind_name(c) == s) return void(k = c);
-    throw Error(fmt::format("unknown copy direction '{}'", s));
+    k = enum_from_name(j,
+                       {MemcpyKind::Unknown, MemcpyKind::HostToDevice, MemcpyKind::DeviceToHost,
+                        MemcpyKind::DeviceToDevice, MemcpyKind::HostToHost, MemcpyKind::PeerToPeer},
+                       memcpy_kind_name, "copy direction");
   }
 };
 
@@ -211,11 +221,10 @@ template <>
 struct JsonCodec<MemoryKind> {
   static nlohmann::json write(MemoryKind k) { return std::string(memory_kind_name(k)); }
   static void read(const nlohmann::json& j, MemoryKind& k) {
-    const auto s = j.get<std::string>();
-    for (MemoryKind c : {MemoryKind::Unknown, MemoryKind::Pageable, MemoryKind::Pinned,
-                         MemoryKind::Device, MemoryKind::Managed})
-      if (memory_kind_name(c) == s) return void(k = c);
-    throw Error(fmt::format("unknown memory kind '{}'", s));
+    k = enum_from_name(j,
+                       {MemoryKind::Unknown, MemoryKind::Pageable, MemoryKind::Pinned,
+                        MemoryKind::Device, MemoryKind::Managed},
+                       memory_kind_name, "memory kind");
   }
 };
 
@@ -234,10 +243,8 @@ template <>
 struct JsonCodec<Severity> {
   static nlohmann::json write(Severity s) { return std::string(severity_name(s)); }
   static void read(const nlohmann::json& j, Severity& s) {
-    const auto name = j.get<std::string>();
-    for (Severity v : {Severity::Info, Severity::Warning, Severity::Critical})
-      if (severity_name(v) == name) return void(s = v);
-    throw Error("unknown severity '" + name + "'");
+    s = enum_from_name(j, {Severity::Info, Severity::Warning, Severity::Critical}, severity_name,
+                       "severity");
   }
 };
 

@@ -48,11 +48,10 @@ template <>
 struct JsonCodec<SyncKind> {
   static nlohmann::json write(SyncKind k) { return std::string(sync_kind_name(k)); }
   static void read(const nlohmann::json& j, SyncKind& k) {
-    const auto s = j.get<std::string>();
-    for (SyncKind c : {SyncKind::Unknown, SyncKind::Event, SyncKind::Stream,
-                       SyncKind::StreamWaitEvent, SyncKind::Context, SyncKind::Device})
-      if (sync_kind_name(c) == s) return void(k = c);
-    throw Error(fmt::format("unknown synchronization kind '{}'", s));
+    k = enum_from_name(j,
+                       {SyncKind::Unknown, SyncKind::Event, SyncKind::Stream,
+                        SyncKind::StreamWaitEvent, SyncKind::Context, SyncKind::Device},
+                       sync_kind_name, "synchronization kind");
   }
 };
 
@@ -78,15 +77,21 @@ static void times(V& v, R& r) {
   }
 }
 
+// When a launched record ran and what launched it: a device record's span, a sync, a runtime call.
+template <typename V, typename R>
+static void launched(V& v, R& r) {
+  times(v, r);
+  v("correlation_id", r.correlation_id);
+  v("external_id", r.external_id);
+  v("phase", r.phase);
+}
+
 // The span a kernel, a copy and a memset share (gpu_records.h), described the one way for all.
 template <typename V>
 static void fields(V& v, GpuSpan& s) {
   v("device", s.device);
   v("stream", s.stream);
-  times(v, s);
-  v("correlation_id", s.correlation_id);
-  v("external_id", s.external_id);
-  v("phase", s.phase);
+  launched(v, s);
 }
 
 template <typename V>
@@ -124,20 +129,14 @@ template <typename V>
 static void fields(V& v, SyncRecord& s) {
   v("kind", s.kind);
   v("stream", s.stream);
-  times(v, s);
-  v("correlation_id", s.correlation_id);
-  v("external_id", s.external_id);
-  v("phase", s.phase);
+  launched(v, s);
 }
 
 template <typename V>
 static void fields(V& v, RuntimeCallRecord& r) {
   v("name", r.name);
   v("thread", r.thread);
-  times(v, r);
-  v("correlation_id", r.correlation_id);
-  v("external_id", r.external_id);
-  v("phase", r.phase);
+  launched(v, r);
 }
 
 template <typename V>

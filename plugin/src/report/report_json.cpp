@@ -26,12 +26,10 @@ template <>
 struct JsonCodec<CopyDirection> {
   static nlohmann::json write(CopyDirection d) { return std::string(copy_direction_name(d)); }
   static void read(const nlohmann::json& j, CopyDirection& d) {
-    const auto s = j.get<std::string>();
-    for (CopyDirection c : {CopyDirection::HostToDevice, CopyDirection::DeviceToHost,
-                            CopyDirection::DeviceToDevice, CopyDirection::HostToHost}) {
-      if (copy_direction_name(c) == s) return void(d = c);
-    }
-    throw Error(fmt::format("unknown copy direction '{}'", s));
+    d = enum_from_name(j,
+                       {CopyDirection::HostToDevice, CopyDirection::DeviceToHost,
+                        CopyDirection::DeviceToDevice, CopyDirection::HostToHost},
+                       copy_direction_name, "copy direction");
   }
 };
 
