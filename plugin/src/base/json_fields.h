@@ -119,13 +119,15 @@ class JsonReader {
     read_json(j_.at(key), v);
     return true;
   }
-  // Absent keeps the default, and returns false. A null scalar keeps it too; anything else
-  // reads a null as it would any value (an optional empties, a nested object must be one).
+  // Absent keeps the default and returns false; so does a null scalar or enum (older writers put
+  // null for "not there"). Anything else reads a null as it would any value (an optional empties,
+  // a nested object must be one).
   template <typename T>
   bool since(const char* key, T& v) {
     auto it = j_.find(key);
     if (it == j_.end()) return false;
-    if (!(kJsonScalar<T> && it->is_null())) read_json(*it, v);
+    if (it->is_null() && (kJsonScalar<T> || std::is_enum_v<T>)) return false;
+    read_json(*it, v);
     return true;
   }
   // The key is required; null keeps the default.
@@ -270,12 +272,13 @@ inline UnmeasuredId legacy_unmeasured_id(const std::string& what) {
   return UnmeasuredId::Other;
 }
 
-// {"id": "device_memory", "what": ..., "why": ...}.
+// {"id": "device_memory", "what": ..., "why": ...}: the words first, which an entry without an id
+// (absent or null) gets its id from.
 template <typename V>
 void fields(V& v, Unmeasured& u) {
-  const bool has_id = v.since("id", u.id);
   v("what", u.what);
   v("why", u.why);
+  const bool has_id = v.since("id", u.id);
   if constexpr (!V::writing)
     if (!has_id) u.id = legacy_unmeasured_id(u.what);
 }

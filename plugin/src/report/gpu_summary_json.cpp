@@ -248,8 +248,7 @@ static void describe(V& v, GpuSummary& s) {
   v.null_unless(s.gpu_activity, "tensor_cores", s.tensor_cores);
   v.null_unless(s.gpu_activity, "transfers", s.transfers);
   v.null_unless(s.gpu_activity, "timeline", s.timeline);
-  v.since("steps", s.steps);
-  v.since("steps_not_listed", s.steps_not_listed);
+  if (v.since("steps", s.steps)) v.since("steps_not_listed", s.steps_not_listed);
   v("not_measured", s.not_measured);
 }
 

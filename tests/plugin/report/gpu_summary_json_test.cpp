@@ -87,6 +87,17 @@ TEST(GpuSummaryJson, NoActivityWritesNullAnalyses) {
   EXPECT_EQ(format_gpu_summary_json(parse_gpu_summary_json(text, "x")), text);
 }
 
+// steps_not_listed counts the steps past the table's limit: without the table (a file that lists
+// no steps) there is nothing it could count, and the reader leaves it at 0.
+TEST(GpuSummaryJson, StepsNotListedWithoutAStepTableIsLeftOut) {
+  GpuSummary s = full_summary();
+  s.steps.clear();
+  nlohmann::json j = nlohmann::json::parse(format_gpu_summary_json(s));
+  j.erase("steps");
+  j["steps_not_listed"] = 7;
+  EXPECT_EQ(parse_gpu_summary_json(j.dump(), "no-steps.json").steps_not_listed, 0);
+}
+
 TEST(GpuSummaryJson, BadInputIsAClearError) {
   std::string text = format_gpu_summary_json(full_summary());
   EXPECT_THROW((void)parse_gpu_summary_json(text.substr(0, text.size() / 2), "cut.json"), Error);

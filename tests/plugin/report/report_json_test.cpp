@@ -35,6 +35,18 @@ TEST(ReportJson, NotMeasuredEntriesCarryTheirIdAndOldReportsGetOne) {
   EXPECT_EQ(parse_json_report(old, "old").environment.not_measured.at(0).id, UnmeasuredId::Other);
 }
 
+// An older writer's null id is no id: the entry gets one from its words, as when "id" is absent.
+TEST(ReportJson, ANullNotMeasuredIdIsReadAsNoId) {
+  RunReport r = test::sample_report();
+  r.environment.not_measured = {
+      {"device memory per phase", "no CUDA device", UnmeasuredId::DeviceMemory}};
+  std::string text = format_json_report(r);
+  const std::string id = "\"id\": \"device_memory\"";
+  text.replace(text.find(id), id.size(), "\"id\": null");
+  EXPECT_EQ(parse_json_report(text, "null-id").environment.not_measured.at(0).id,
+            UnmeasuredId::DeviceMemory);
+}
+
 TEST(ReportJson, DocumentedTopLevelFields) {
   const std::string text = format_json_report(test::sample_report());
   for (const char* key :
