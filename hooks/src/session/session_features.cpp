@@ -1,23 +1,15 @@
-#include <c10/core/impl/DeviceGuardImplInterface.h>
+// Session's constructor: the one place that builds every feature, in the order their callbacks
+// run (session_extension.h), and hands the session state its device's allocator.
 #include <fathom/error.h>
 #include <fathom/report.h>
 #include <fathom/session.h>
-#include <torch/cuda.h>
-#include <torch/nn/module.h>
-
-#include <exception>
-#include <iostream>
 
 #include "amp/amp_extension.h"
 #include "base/atomic_file.h"
-#include "base/warning_sink.h"
 #include "checkpoint/checkpoint_extension.h"
-#include "collect/clock.h"
-#include "collect/host_info.h"
 #include "display/progress_extension.h"
 #include "display/trace_extension.h"
 #include "distributed/distributed_extension.h"
-#include "framework/module_type_name.h"
 #include "framework/session_state.h"
 #include "measure/cuda_allocator_access.h"
 #include "measure/cupti_extension.h"
