@@ -302,13 +302,4 @@ void fields(V& v, Finding& f) {
   v("applied", f.applied);
 }
 
-// An epoch's optional section `key`: absent (a report older than the section) or null reads as
-// not measured.
-template <typename T>
-std::optional<T> read_section(const nlohmann::json& epoch, const char* key) {
-  auto it = epoch.find(key);
-  if (it == epoch.end() || it->is_null()) return std::nullopt;
-  return read_json<T>(*it);
-}
-
 }  // namespace fathom::detail

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_fields.h"
-#include "report/json_helpers.h"
 
 namespace fathom {
 namespace {
@@ -14,7 +13,7 @@ using json = nlohmann::ordered_json;
 
 template <typename T>
 json optional_json(const std::optional<T>& v) {
-  return detail::optional_json<json>(v);
+  return detail::write_json<std::optional<T>, json>(v);
 }
 json finding_json(const Finding& f) { return detail::write_json<Finding, json>(f); }
 

@@ -12,7 +12,6 @@
 #include "base/json_number.h"
 #include "report/achievement_json.h"
 #include "report/gpu_summary_json.h"
-#include "report/json_helpers.h"
 #include "report/mixed_precision_report.h"
 #include "report/module_report_writers.h"
 #include "report/report_stream.h"
@@ -274,7 +273,7 @@ nlohmann::json hardware_fit_json(const EpochSummary& e, const Environment& env) 
         {{"mixed_precision", v.mixed_precision},
          {"checkpointing", v.checkpointing},
          {"as_run", v.as_run},
-         {"need_bytes", optional_json(v.need_bytes)},
+         {"need_bytes", write_json(v.need_bytes)},
          {"activation_bytes",
           v.need_bytes ? nlohmann::json(v.activation_bytes) : nlohmann::json(nullptr)},
          {"cast_cache_bytes",
